@@ -1,0 +1,1 @@
+//! fold (to be written).

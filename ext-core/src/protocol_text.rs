@@ -1,0 +1,1 @@
+//! protocol_text (to be written).

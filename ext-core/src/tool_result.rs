@@ -1,0 +1,1 @@
+//! tool_result (to be written).

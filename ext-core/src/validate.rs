@@ -1,0 +1,1 @@
+//! validate (to be written).

@@ -1,0 +1,1 @@
+// Service worker bootstrap (filled by the extension issue).

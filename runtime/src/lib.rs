@@ -1,0 +1,11 @@
+//! The herdr-mcp runtime: one MCP server exposing files, Git, commands and Herdr
+//! workspaces of this machine, behind hard policy (managed roots, secret paths,
+//! read-only mode, write roots).
+//!
+//! The binary (`src/main.rs`) is a thin CLI over this library so that tests and
+//! benchmarks can build the same server in-process when they need to.
+
+pub mod contract;
+pub mod policy;
+pub mod runtime_info;
+pub mod tools;
