@@ -14,10 +14,24 @@ use serde_json::{Map, Value, json};
 use crate::policy::Policy;
 use crate::runtime_info::RuntimeInfo;
 
-/// Everything a tool handler may consult. Cheap to clone (`Arc` inside callers).
+/// Everything a tool handler may consult. Shared as `Arc<ToolContext>` by all calls.
+/// Build it with [`ToolContext::new`]; optional subsystems hang off `services`.
 pub struct ToolContext {
     pub info: RuntimeInfo,
     pub policy: Policy,
+    pub services: Services,
+}
+
+/// Optional subsystems (exec sessions, durable state, Herdr client, push bus) that
+/// later parts of the runtime attach. Every field has a default so that adding one
+/// never breaks code that builds a context.
+#[derive(Default, Clone)]
+pub struct Services {}
+
+impl ToolContext {
+    pub fn new(info: RuntimeInfo, policy: Policy) -> Self {
+        ToolContext { info, policy, services: Services::default() }
+    }
 }
 
 /// The outcome of one tool call, before it is wrapped into an MCP `CallToolResult`.
@@ -267,7 +281,7 @@ mod tests {
     }
 
     fn ctx() -> Arc<ToolContext> {
-        Arc::new(ToolContext { info: RuntimeInfo::new(), policy: Policy::for_tests(vec![]) })
+        Arc::new(ToolContext::new(RuntimeInfo::new(), Policy::for_tests(vec![])))
     }
 
     #[tokio::test]
