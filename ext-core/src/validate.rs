@@ -1,1 +1,128 @@
-//! validate (to be written).
+//! Checks a reply's calls before anything runs (spec §1.6). A refused call is not dropped:
+//! it becomes a row in the TOOL_RESULT so the model learns what was wrong.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::parser::ParsedCall;
+
+/// At most this many calls of one reply run; the rest are refused.
+pub const MAX_CALLS_PER_REPLY: usize = 24;
+/// Longest accepted tool name, in characters.
+pub const MAX_TOOL_NAME_CHARS: usize = 128;
+
+/// Error codes of refused calls (wire words of the reference bridge).
+pub const ERR_UNKNOWN_TOOL: &str = "unknown-tool";
+pub const ERR_BATCH_TOO_LARGE: &str = "json-bridge-batch-too-large";
+pub const ERR_BATCH_INVALID: &str = "json-bridge-batch-invalid";
+
+/// The live `tools/list` catalog, indexed by name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Catalog {
+    tools: BTreeMap<String, Value>,
+}
+
+impl Catalog {
+    /// Build from `tools/list` result entries; entries without a non-empty name are skipped.
+    pub fn from_tools(tools: &[Value]) -> Self {
+        let tools = tools
+            .iter()
+            .filter_map(|t| {
+                let name = t.get("name")?.as_str().filter(|n| !n.is_empty())?;
+                Some((name.to_string(), t.clone()))
+            })
+            .collect();
+        Catalog { tools }
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.tools.contains_key(name)
+    }
+
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// Whether the tool's input schema declares a property with this name.
+    pub fn accepts_property(&self, tool: &str, property: &str) -> bool {
+        self.tools
+            .get(tool)
+            .and_then(|t| t.get("inputSchema"))
+            .and_then(|s| s.get("properties"))
+            .and_then(Value::as_object)
+            .is_some_and(|p| p.contains_key(property))
+    }
+}
+
+/// A call that passed validation. `index` is its 1-based position in the reply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidCall {
+    pub index: usize,
+    pub tool: String,
+    pub args: Value,
+}
+
+/// A call refused before execution, with the row fields the TOOL_RESULT needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    pub index: usize,
+    pub tool: String,
+    pub error: &'static str,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Checked {
+    Run(ValidCall),
+    Refused(Refusal),
+}
+
+/// Validate every call of a reply, in order.
+pub fn validate_calls(calls: &[ParsedCall], catalog: &Catalog) -> Vec<Checked> {
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, call)| check_one(i + 1, call, catalog))
+        .collect()
+}
+
+fn check_one(index: usize, call: &ParsedCall, catalog: &Catalog) -> Checked {
+    let refuse = |error: &'static str, detail: String| {
+        Checked::Refused(Refusal { index, tool: shorten_name(&call.tool), error, detail })
+    };
+    if index > MAX_CALLS_PER_REPLY {
+        return refuse(
+            ERR_BATCH_TOO_LARGE,
+            format!("Not run: one reply may hold at most {MAX_CALLS_PER_REPLY} calls. Send this call again in a later reply."),
+        );
+    }
+    let name_chars = call.tool.chars().count();
+    if name_chars > MAX_TOOL_NAME_CHARS {
+        return refuse(
+            ERR_BATCH_INVALID,
+            format!("Not run: the tool name has {name_chars} characters; the limit is {MAX_TOOL_NAME_CHARS}."),
+        );
+    }
+    if !call.args.is_object() {
+        return refuse(ERR_BATCH_INVALID, format!("Not run: \"args\" of {} must be a JSON object.", call.tool));
+    }
+    if !catalog.contains(&call.tool) {
+        return refuse(ERR_UNKNOWN_TOOL, format!("Unknown Herdr tool: {}. Use a name from the typed API.", call.tool));
+    }
+    Checked::Run(ValidCall { index, tool: call.tool.clone(), args: call.args.clone() })
+}
+
+/// Names echoed back in rows are bounded too, so a hostile name cannot flood the result.
+fn shorten_name(name: &str) -> String {
+    if name.chars().count() <= MAX_TOOL_NAME_CHARS {
+        name.to_string()
+    } else {
+        let head: String = name.chars().take(MAX_TOOL_NAME_CHARS).collect();
+        format!("{head}…")
+    }
+}
