@@ -11,10 +11,25 @@ if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   rustup target add wasm32-unknown-unknown
 fi
 
+step "toolchain: Chromium from Debian (for the e2e tests)"
+if [ ! -x /usr/bin/chromium ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq chromium >/dev/null
+fi
+
+step "e2e: node packages (npm ci from the committed lock file)"
+if [ ! -d e2e/node_modules/playwright-core ] || [ e2e/package-lock.json -nt e2e/node_modules/.package-lock.json ]; then
+  (cd e2e && npm ci --no-audit --no-fund)
+fi
+
 step "cargo test (workspace)"
 cargo test --workspace --no-fail-fast
 
 step "wasm32 build of ext-core and ext-adapters"
 cargo build --target wasm32-unknown-unknown -p ext-core -p ext-adapters
+
+step "e2e tests (real headless Chromium)"
+(cd e2e && node --test --test-concurrency=1 tests/)
 
 step "all tests passed"
