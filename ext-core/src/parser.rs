@@ -172,6 +172,9 @@ pub struct ToolCallParser {
     non_call_values: usize,
     /// Start of the first candidate, if any, and whether only labels/whitespace precede it.
     first_candidate_leads: Option<bool>,
+    /// Whether the first `{` in the text comes after nothing but whitespace and labels: a
+    /// reply that opens like JSON but holds no call is a failed attempt (reference parity).
+    first_brace_leads: Option<bool>,
     /// Number of times a snapshot did not extend the previous one and the scan restarted.
     restarts: u64,
 }
@@ -273,7 +276,7 @@ impl ToolCallParser {
             ReplyState::Malformed
         } else if !self.calls.is_empty() {
             ReplyState::Complete
-        } else if self.non_call_values > 0 && leads {
+        } else if (self.non_call_values > 0 && leads) || self.first_brace_leads == Some(true) {
             ReplyState::Malformed
         } else {
             ReplyState::None
@@ -347,6 +350,9 @@ impl ToolCallParser {
             }
             self.backtick_run = 0;
             if b == b'{' {
+                if self.first_brace_leads.is_none() {
+                    self.first_brace_leads = Some(only_labels(&self.text[..i]));
+                }
                 self.mode.0 = Mode::Probe { start: i, opener: Opener::Object };
                 return i + 1;
             }
