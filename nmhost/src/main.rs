@@ -1,1 +1,3 @@
-fn main() {}
+fn main() {
+    std::process::exit(herdr_nmhost::cli::main(std::env::args_os().collect()));
+}
