@@ -218,20 +218,16 @@ fn omitted_detail(kept: usize, total: usize) -> String {
     )
 }
 
-/// Replace a result by a valid-JSON truncation object whose serialization fits `max_chars`.
+/// Shrink a result so its serialization fits `max_chars`, keeping its structure: the
+/// sanitizer cuts strings and arrays with explicit markers. Below the sanitizer's smallest
+/// budget only a truncation stub fits.
 fn shrink_to(value: &Value, max_chars: usize) -> Value {
-    let full = value.to_string();
-    let original = chars(&full);
-    let envelope = |preview: String| json!({ "truncated": true, "original_chars": original, "preview": preview });
-    let overhead = chars(&envelope(String::new()).to_string());
-    let mut keep = max_chars.saturating_sub(overhead);
-    loop {
-        let candidate = envelope(full.chars().take(keep).collect());
-        let size = chars(&candidate.to_string());
-        if size <= max_chars || keep == 0 {
-            return if size <= max_chars { candidate } else { json!({ "truncated": true, "original_chars": original }) };
+    if max_chars >= crate::sanitize::MIN_TOTAL_CHARS {
+        let limits = crate::sanitize::SanitizeLimits { max_total_chars: max_chars, ..Default::default() };
+        let out = crate::sanitize::sanitize(value, &limits);
+        if chars(&out.to_string()) <= max_chars {
+            return out;
         }
-        // Escaping grew the preview; drop at least the overflow and retry.
-        keep = keep.saturating_sub((size - max_chars).max(keep / 8).max(1));
     }
+    json!({ "truncated": true, "original_chars": chars(&value.to_string()) })
 }

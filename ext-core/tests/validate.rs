@@ -1,0 +1,78 @@
+//! Validation before execution (spec §1.6): refusals become rows, limits hold at their edges.
+
+use ext_core::parser::ParsedCall;
+use ext_core::validate::{
+    Catalog, Checked, ERR_BATCH_INVALID, ERR_BATCH_TOO_LARGE, ERR_UNKNOWN_TOOL, MAX_CALLS_PER_REPLY, MAX_TOOL_NAME_CHARS, validate_calls,
+};
+use serde_json::{Value, json};
+
+fn call(tool: &str, args: Value) -> ParsedCall {
+    ParsedCall { tool: tool.to_string(), args, variants: vec![], span: (0, 0) }
+}
+
+fn catalog_with(names: &[&str]) -> Catalog {
+    Catalog::from_tools(&names.iter().map(|n| json!({"name": n})).collect::<Vec<_>>())
+}
+
+fn refusal_error(c: &Checked) -> Option<&'static str> {
+    match c {
+        Checked::Refused(r) => Some(r.error),
+        Checked::Run(_) => None,
+    }
+}
+
+#[test]
+fn known_tool_with_object_args_runs_with_its_index() {
+    let out = validate_calls(&[call("a", json!({})), call("b", json!({"x": 1}))], &catalog_with(&["a", "b"]));
+    assert!(matches!(&out[1], Checked::Run(v) if v.index == 2 && v.tool == "b" && v.args == json!({"x": 1})));
+}
+
+#[test]
+fn unknown_tool_and_non_object_args_are_refused() {
+    let cat = catalog_with(&["a"]);
+    let out = validate_calls(&[call("nope", json!({})), call("a", json!([1])), call("a", json!("s")), call("a", Value::Null)], &cat);
+    assert_eq!(refusal_error(&out[0]), Some(ERR_UNKNOWN_TOOL));
+    match &out[0] {
+        Checked::Refused(r) => assert!(r.detail.contains("Unknown Herdr tool: nope"), "{}", r.detail),
+        _ => unreachable!(),
+    }
+    for c in &out[1..] {
+        assert_eq!(refusal_error(c), Some(ERR_BATCH_INVALID));
+    }
+}
+
+#[test]
+fn at_most_24_calls_run_and_the_25th_is_refused() {
+    let calls: Vec<ParsedCall> = (0..MAX_CALLS_PER_REPLY + 2).map(|_| call("a", json!({}))).collect();
+    let out = validate_calls(&calls, &catalog_with(&["a"]));
+    assert_eq!(out.iter().filter(|c| matches!(c, Checked::Run(_))).count(), MAX_CALLS_PER_REPLY);
+    assert_eq!(refusal_error(&out[MAX_CALLS_PER_REPLY - 1]), None);
+    assert_eq!(refusal_error(&out[MAX_CALLS_PER_REPLY]), Some(ERR_BATCH_TOO_LARGE));
+    assert_eq!(refusal_error(&out[MAX_CALLS_PER_REPLY + 1]), Some(ERR_BATCH_TOO_LARGE));
+}
+
+#[test]
+fn tool_names_up_to_128_chars_pass_and_longer_are_refused() {
+    let ok = "n".repeat(MAX_TOOL_NAME_CHARS);
+    let long = "n".repeat(MAX_TOOL_NAME_CHARS + 1);
+    let out = validate_calls(&[call(&ok, json!({})), call(&long, json!({}))], &catalog_with(&[&ok, &long]));
+    assert_eq!(refusal_error(&out[0]), None);
+    assert_eq!(refusal_error(&out[1]), Some(ERR_BATCH_INVALID));
+    match &out[1] {
+        Checked::Refused(r) => assert!(r.tool.chars().count() <= MAX_TOOL_NAME_CHARS + 1, "echoed name is bounded"),
+        _ => unreachable!(),
+    }
+}
+
+#[test]
+fn catalog_skips_nameless_tools_and_reads_schema_properties() {
+    let cat = Catalog::from_tools(&[
+        json!({"name": ""}),
+        json!({"x": 1}),
+        json!({"name": "herdr_exec", "inputSchema": {"properties": {"intent": {}, "idempotency_key": {}}}}),
+    ]);
+    assert_eq!(cat.len(), 1);
+    assert!(cat.accepts_property("herdr_exec", "idempotency_key"));
+    assert!(!cat.accepts_property("herdr_exec", "command"));
+    assert!(!cat.accepts_property("other", "intent"));
+}
