@@ -1,0 +1,3 @@
+#![allow(dead_code)]
+pub mod fake_runtime;
+pub mod host;
