@@ -1,0 +1,123 @@
+//! `herdr-nmhost install|status|uninstall` as a user runs them, into temp folders.
+
+mod support;
+
+use serde_json::Value;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn run(args: &[&str], config_home: &Path) -> Output {
+    Command::new(support::host::binary())
+        .args(args)
+        .env("XDG_CONFIG_HOME", config_home)
+        .env_remove("HERDR_EXTENSION_ORIGIN")
+        .output()
+        .expect("run herdr-nmhost")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn status_json(args: &[&str], config_home: &Path) -> Vec<Value> {
+    let mut all = vec!["status", "--json"];
+    all.extend_from_slice(args);
+    let o = run(&all, config_home);
+    assert!(o.status.success(), "{o:?}");
+    serde_json::from_slice::<Value>(&o.stdout).unwrap().as_array().unwrap().clone()
+}
+
+#[test]
+fn install_status_uninstall_into_a_user_data_dir() {
+    let tmp = tempfile::tempdir().unwrap();
+    let profile = tmp.path().join("profile");
+    let dir = profile.to_str().unwrap();
+    let id = "abcdefghijklmnopabcdefghijklmnop";
+
+    let o = run(&["install", "--user-data-dir", dir, "--extension-id", id], tmp.path());
+    assert!(o.status.success(), "{o:?}");
+    let manifest_path = profile.join("NativeMessagingHosts/dev.herdr.mcp.json");
+    let manifest: Value = serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
+    let binary = std::fs::canonicalize(support::host::binary()).unwrap();
+    assert_eq!(manifest["name"], "dev.herdr.mcp");
+    assert_eq!(manifest["type"], "stdio");
+    assert_eq!(manifest["path"], binary.display().to_string());
+    assert_eq!(manifest["allowed_origins"], serde_json::json!([format!("chrome-extension://{id}/")]));
+    assert_eq!(std::fs::metadata(&manifest_path).unwrap().permissions().mode() & 0o777, 0o600);
+
+    let rows = status_json(&["--user-data-dir", dir], tmp.path());
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["installed"], true);
+    assert_eq!(rows[0]["binary_ok"], true);
+    assert_eq!(rows[0]["manifest"], manifest_path.display().to_string());
+
+    // Installing again replaces our own manifest (e.g. the default origin now).
+    assert!(run(&["install", "--user-data-dir", dir], tmp.path()).status.success());
+    let manifest: Value = serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
+    assert_eq!(manifest["allowed_origins"][0], support::host::PINNED_ORIGIN);
+
+    let o = run(&["uninstall", "--user-data-dir", dir], tmp.path());
+    assert!(o.status.success() && stdout(&o).contains("removed"), "{o:?}");
+    assert!(!manifest_path.exists());
+    assert_eq!(status_json(&["--user-data-dir", dir], tmp.path())[0]["installed"], false);
+}
+
+#[test]
+fn per_browser_folders_follow_xdg_config_home() {
+    let tmp = tempfile::tempdir().unwrap();
+    // With no browser profile folder at all, a default install refuses instead of guessing.
+    let o = run(&["install"], tmp.path());
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--browser"));
+
+    // An explicit browser is installed even before its first start.
+    assert!(run(&["install", "--browser", "brave"], tmp.path()).status.success());
+    assert!(tmp.path().join("BraveSoftware/Brave-Browser/NativeMessagingHosts/dev.herdr.mcp.json").exists());
+
+    // The default covers every browser whose profile folder exists.
+    std::fs::create_dir_all(tmp.path().join("chromium")).unwrap();
+    assert!(run(&["install"], tmp.path()).status.success());
+    let rows = status_json(&[], tmp.path());
+    let installed: Vec<&str> =
+        rows.iter().filter(|r| r["installed"] == true).map(|r| r["location"].as_str().unwrap()).collect();
+    assert_eq!(installed, ["chromium", "brave"]);
+
+    // A manifest under our name that we did not write survives uninstall.
+    let chrome_dir = tmp.path().join("google-chrome/NativeMessagingHosts");
+    std::fs::create_dir_all(&chrome_dir).unwrap();
+    std::fs::write(chrome_dir.join("dev.herdr.mcp.json"), r#"{"name":"dev.herdr.mcp","path":"/elsewhere"}"#).unwrap();
+    let o = run(&["uninstall"], tmp.path());
+    assert!(o.status.success(), "{o:?}");
+    assert!(chrome_dir.join("dev.herdr.mcp.json").exists());
+    assert!(stdout(&o).contains("left"));
+    assert!(status_json(&[], tmp.path()).iter().all(|r| r["installed"] == false));
+}
+
+#[test]
+fn bad_arguments_are_explained() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = run(&["install", "--browser", "firefox"], tmp.path());
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown browser"));
+    let o = run(&["install", "--user-data-dir", "x", "--extension-id", "XYZ"], tmp.path());
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("32 letters"));
+    let o = run(&["install", "--binary", "/nonexistent/herdr-nmhost", "--user-data-dir", "x"], tmp.path());
+    assert_eq!(o.status.code(), Some(1));
+    let o = run(&["frobnicate"], tmp.path());
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn help_explains_both_roles() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = run(&["--help"], tmp.path());
+    assert!(o.status.success());
+    let text = stdout(&o);
+    for needle in ["Native Messaging", "install --user-data-dir", "status", "uninstall", "HERDR_EXTENSION_IPC_SOCKET"] {
+        assert!(text.contains(needle), "help lacks {needle:?}:\n{text}");
+    }
+    // Without arguments there is nothing to do: usage on stderr, exit 2.
+    assert_eq!(run(&[], tmp.path()).status.code(), Some(2));
+}
