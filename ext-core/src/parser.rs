@@ -591,12 +591,12 @@ fn interpret_object(map: &Map<String, Value>) -> Interpretation {
         };
         return finish_call(name, args, &mut variants);
     }
-    if let Some(Value::Object(function)) = map.get("function") {
-        if let Some(name) = function.get("name").and_then(Value::as_str) {
-            let args = function.get("arguments").or_else(|| function.get("parameters")).cloned();
-            let mut variants = vec![Variant::NameArguments];
-            return finish_call(name, args.unwrap_or_else(|| Value::Object(Map::new())), &mut variants);
-        }
+    if let Some(Value::Object(function)) = map.get("function")
+        && let Some(name) = function.get("name").and_then(Value::as_str)
+    {
+        let args = function.get("arguments").or_else(|| function.get("parameters")).cloned();
+        let mut variants = vec![Variant::NameArguments];
+        return finish_call(name, args.unwrap_or_else(|| Value::Object(Map::new())), &mut variants);
     }
     if let Some(Value::String(name)) = map.get("name") {
         let args = map.get("arguments").or_else(|| map.get("args")).or_else(|| map.get("parameters"));

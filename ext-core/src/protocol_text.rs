@@ -132,16 +132,16 @@ fn schema_type_at(schema: &Value, depth: usize) -> String {
     if depth >= SCHEMA_MAX_DEPTH {
         return "unknown".to_string();
     }
-    if let Some(Value::Array(values)) = obj.get("enum") {
-        if !values.is_empty() {
-            return values.iter().map(Value::to_string).collect::<Vec<_>>().join(" | ");
-        }
+    if let Some(Value::Array(values)) = obj.get("enum")
+        && !values.is_empty()
+    {
+        return values.iter().map(Value::to_string).collect::<Vec<_>>().join(" | ");
     }
     for key in ["anyOf", "oneOf"] {
-        if let Some(Value::Array(branches)) = obj.get(key) {
-            if !branches.is_empty() {
-                return branches.iter().map(|b| schema_type_at(b, depth + 1)).collect::<Vec<_>>().join(" | ");
-            }
+        if let Some(Value::Array(branches)) = obj.get(key)
+            && !branches.is_empty()
+        {
+            return branches.iter().map(|b| schema_type_at(b, depth + 1)).collect::<Vec<_>>().join(" | ");
         }
     }
     match obj.get("type") {
