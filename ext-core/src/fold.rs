@@ -115,10 +115,19 @@ fn only_calls(text: &str, outcome: &ParseOutcome) -> bool {
     leftovers.iter().all(|gap| gap.split_whitespace().all(is_code_block_residue))
 }
 
+/// A token made only of code-block chrome. `textContent` glues adjacent labels together
+/// ("json" + "Copy" → "jsonCopy"), so the token may be several of the words in a row.
 fn is_code_block_residue(token: &str) -> bool {
-    let word = token.trim_matches('`');
-    word.is_empty()
-        || ["json", "jsonl", "copy", "code", "复制", "代码", "复制代码"].iter().any(|w| word.eq_ignore_ascii_case(w))
+    const WORDS: [&str; 6] = ["jsonl", "json", "copy", "code", "复制", "代码"];
+    let mut rest = token.trim_matches('`');
+    while !rest.is_empty() {
+        let Some(word) = WORDS.iter().find(|w| rest.get(..w.len()).is_some_and(|head| head.eq_ignore_ascii_case(w)))
+        else {
+            return false;
+        };
+        rest = rest[word.len()..].trim_start_matches('`');
+    }
+    true
 }
 
 #[cfg(test)]
@@ -173,6 +182,8 @@ mod tests {
     fn rendered_fence_residue_still_counts_as_call_only() {
         let text = format!("json\nCopy\n{CALL}");
         assert_eq!(fold_decision(Role::Assistant, &text, true), Some(FoldLabel::ToolCall));
+        let text = format!("jsonCopy code\n{CALL}");
+        assert_eq!(fold_decision(Role::Assistant, &text, true), Some(FoldLabel::ToolCall));
         let fenced = format!("```json\n{CALL}\n```");
         assert_eq!(fold_decision(Role::Assistant, &fenced, true), Some(FoldLabel::ToolCall));
     }
@@ -184,6 +195,7 @@ mod tests {
             "The build passes now.".to_owned(),
             r#"{"tool":"herdr_fs_read","args":{"path":"#.to_owned(),
             r#"{"status":"x"}"#.to_owned(),
+            format!("jsonCopyright notice\n{CALL}"),
         ] {
             assert_eq!(fold_decision(Role::Assistant, &text, true), None, "{text:?}");
         }
