@@ -1,0 +1,100 @@
+//! Durable state: one SQLite database (`state.db`) in a private directory.
+//!
+//! It holds exec session metadata ([`sessions`]), the operations ledger that makes
+//! `herdr_exec` idempotent ([`ledger`]) and the prompt registry ([`prompts`]).
+//! Output never goes to disk; only what is needed to answer truthfully after a restart.
+//!
+//! rusqlite is blocking, so async code goes through [`StateDb::run`], which moves the
+//! work onto tokio's blocking pool. One connection behind a mutex is plenty: every
+//! statement is tiny, and WAL keeps readers of other processes unblocked.
+
+pub mod dir;
+pub mod ledger;
+pub mod migrations;
+pub mod prompts;
+pub mod sessions;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rusqlite::Connection;
+
+pub use dir::{StateDirError, resolve_state_dir};
+
+/// File name of the database inside the state directory.
+pub const DB_FILE: &str = "state.db";
+
+/// Why the state database could not be opened or used.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error(transparent)]
+    Dir(#[from] StateDirError),
+    #[error("state database {path}: {source}")]
+    Open { path: String, source: rusqlite::Error },
+    #[error("state database {path} has schema version {found}, newer than this herdr-mcp understands ({known}); upgrade herdr-mcp or use another --state-dir")]
+    TooNew { path: String, found: i64, known: i64 },
+    #[error("state database: {0}")]
+    Sql(#[from] rusqlite::Error),
+    #[error("state database task failed: {0}")]
+    Task(String),
+}
+
+/// The open state database of this runtime process.
+pub struct StateDb {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+    boot_id: String,
+}
+
+impl StateDb {
+    /// Opens (creating when needed) `<dir>/state.db`: the directory is made private
+    /// (0700), WAL is switched on and pending migrations run. `boot_id` identifies this
+    /// process, so rows written by an earlier process can be told apart.
+    pub fn open(dir: &Path, boot_id: &str) -> Result<StateDb, StateError> {
+        dir::ensure_private_dir(dir)?;
+        let path = dir.join(DB_FILE);
+        let open_err = |source| StateError::Open { path: path.display().to_string(), source };
+        let mut conn = Connection::open(&path).map_err(open_err)?;
+        // WAL lets a second process (a CLI status call) read while we write; the busy
+        // timeout covers the short moments when another connection holds the lock.
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(open_err)?;
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(open_err)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(open_err)?;
+        migrations::apply(&mut conn, &path)?;
+        Ok(StateDb { conn: Mutex::new(conn), path, boot_id: boot_id.to_string() })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The boot id this handle writes into new rows.
+    pub fn boot_id(&self) -> &str {
+        &self.boot_id
+    }
+
+    /// Runs `f` on the connection, on the calling thread. For startup code and
+    /// blocking tool handlers; async code uses [`StateDb::run`].
+    pub fn with<T>(&self, f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>) -> Result<T, StateError> {
+        // A panic while holding the lock cannot leave SQLite half-written (statements
+        // are atomic), so a poisoned lock is safe to keep using.
+        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(f(&mut conn)?)
+    }
+
+    /// Runs `f` on tokio's blocking pool so that SQLite never stalls an async worker.
+    pub async fn run<T, F>(self: &Arc<Self>, f: F) -> Result<T, StateError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let db = Arc::clone(self);
+        tokio::task::spawn_blocking(move || db.with(f)).await.map_err(|e| StateError::Task(e.to_string()))?
+    }
+}
+
+/// Milliseconds since the Unix epoch; the time unit of every timestamp column.
+pub fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
