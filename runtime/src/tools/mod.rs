@@ -14,6 +14,9 @@ use serde_json::{Map, Value, json};
 use crate::policy::Policy;
 use crate::runtime_info::RuntimeInfo;
 
+pub mod common;
+pub mod fs_read;
+
 /// Everything a tool handler may consult. Shared as `Arc<ToolContext>` by all calls.
 /// Build it with [`ToolContext::new`]; optional subsystems hang off `services`.
 pub struct ToolContext {
@@ -248,7 +251,7 @@ fn validate(validator: &jsonschema::Validator, args: &Map<String, Value>) -> Opt
 /// Every tool of the contract, in catalog order. Tools not yet implemented are
 /// simply absent; each module contributes its `spec()`.
 pub fn all_specs() -> Vec<ToolSpec> {
-    vec![]
+    vec![fs_read::spec()]
 }
 
 #[cfg(test)]

@@ -1,0 +1,137 @@
+//! Policy: which directories this runtime manages, which paths it never touches, and
+//! when it may change anything. Values are read once at startup into [`Policy`];
+//! tools consult it on every call, and tests build it directly (no process env).
+//!
+//! - [`roots`]: startup configuration of managed roots and write roots.
+//! - [`paths`]: resolving a caller's path to a real path inside a managed root.
+//! - [`secret`]: the secret-like path denylist.
+//! - [`atomic`]: all-or-nothing file changes with rollback.
+
+pub mod atomic;
+pub mod paths;
+pub mod roots;
+pub mod secret;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+pub use paths::{Resolved, Target};
+
+/// The configured policy of this runtime.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// Canonical managed roots, deepest first.
+    pub roots: Vec<PathBuf>,
+    /// `HERDR_MCP_READONLY=1`.
+    pub readonly: bool,
+    /// `HERDR_MCP_WRITE_ROOTS` (None = every managed root is writable).
+    pub write_roots: Option<Vec<PathBuf>>,
+    /// Where relative paths are anchored: the first root as configured (before the
+    /// deepest-first sort), so `--root A --root A/sub` still anchors at `A`.
+    pub relative_base: Option<PathBuf>,
+}
+
+/// Why a policy could not be built at startup (shown to the user as is).
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// A policy refusal: becomes `{ok:false, reason, message, ...extra}` in a tool result
+/// (or `{ok:false, code, ...}` when `is_code`, e.g. `invalid_params` for a path with
+/// control characters).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    pub reason: &'static str,
+    pub message: String,
+    /// Extra members of the payload (an object, or `Null` for none).
+    pub extra: Value,
+    /// Report under `code` instead of `reason`.
+    pub is_code: bool,
+}
+
+impl Refusal {
+    pub fn new(reason: &'static str, message: impl Into<String>, extra: Value) -> Self {
+        Refusal { reason, message: message.into(), extra, is_code: false }
+    }
+
+    /// A refusal reported as `code` (argument errors such as `invalid_params`).
+    pub fn code(code: &'static str, message: impl Into<String>, extra: Value) -> Self {
+        Refusal { reason: code, message: message.into(), extra, is_code: true }
+    }
+}
+
+impl Policy {
+    /// Builds the policy from `--root` flags (or `HERDR_MCP_ROOTS`), `HERDR_MCP_READONLY`
+    /// and `HERDR_MCP_WRITE_ROOTS`; with no roots given, the git top-level of `cwd`.
+    pub fn from_env(cli_roots: &[PathBuf], cwd: &Path) -> Result<Policy, PolicyError> {
+        let env = |k: &str| std::env::var(k).ok();
+        roots::build(&roots::Settings {
+            cli_roots,
+            env_roots: env("HERDR_MCP_ROOTS").as_deref(),
+            readonly: env("HERDR_MCP_READONLY").as_deref(),
+            write_roots: env("HERDR_MCP_WRITE_ROOTS").as_deref(),
+            cwd,
+            home: std::env::var_os("HOME").map(PathBuf::from).as_deref(),
+        })
+    }
+
+    /// A permissive policy over the given roots, for unit tests. Roots are
+    /// canonicalized when they exist so that temp dirs behind symlinks still match.
+    pub fn for_tests(roots: Vec<PathBuf>) -> Self {
+        let roots: Vec<PathBuf> = roots.into_iter().map(|r| r.canonicalize().unwrap_or(r)).collect();
+        let relative_base = roots.first().cloned();
+        Policy { roots: roots::deepest_first(roots), readonly: false, write_roots: None, relative_base }
+    }
+
+    /// This policy in read-only mode.
+    pub fn with_readonly(mut self, readonly: bool) -> Self {
+        self.readonly = readonly;
+        self
+    }
+
+    /// This policy with a write-root whitelist (canonicalized when the entries exist).
+    pub fn with_write_roots(mut self, write_roots: Option<Vec<PathBuf>>) -> Self {
+        self.write_roots =
+            write_roots.map(|v| v.into_iter().map(|r| r.canonicalize().unwrap_or(r)).collect());
+        self
+    }
+
+    /// The managed root that contains `path` (component-wise prefix), deepest first.
+    pub fn root_of(&self, path: &Path) -> Option<&Path> {
+        self.roots.iter().find(|r| path.starts_with(r)).map(PathBuf::as_path)
+    }
+
+    /// The managed roots as strings, for refusals and reports.
+    pub fn roots_json(&self) -> Value {
+        json!(self.roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>())
+    }
+
+    /// Steps 1 and 2 of the mutation gate (spec §2.4): read-only mode, then the
+    /// write-root whitelist for the project `root`. The busy check needs Herdr agents,
+    /// which a standalone runtime does not have.
+    pub fn check_mutation(&self, root: &Path) -> Result<(), Refusal> {
+        if self.readonly {
+            return Err(Refusal::new(
+                "readonly_mode",
+                "this runtime runs in read-only mode (HERDR_MCP_READONLY=1); no file may be changed",
+                json!({"root": root.display().to_string()}),
+            ));
+        }
+        if let Some(write_roots) = &self.write_roots
+            && !write_roots.iter().any(|w| root.starts_with(w))
+        {
+            return Err(Refusal::new(
+                "root_not_whitelisted",
+                format!("{} is not inside any of the write roots (HERDR_MCP_WRITE_ROOTS)", root.display()),
+                json!({
+                    "root": root.display().to_string(),
+                    "write_roots": write_roots.iter().map(|w| w.display().to_string()).collect::<Vec<_>>(),
+                }),
+            ));
+        }
+        Ok(())
+    }
+}

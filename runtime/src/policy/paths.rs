@@ -1,0 +1,267 @@
+//! Resolving a caller's path to a real path inside a managed root (spec §2.1).
+//!
+//! Order: reject control characters and over-long input → anchor relative paths at
+//! the policy's relative base → lexical normalization (`.`/`..`, never above `/`) →
+//! secret check → canonicalize (`not_found`) → the real path must stay inside the root
+//! the lexical path belongs to (`symlink_escape`) → secret check again on the real path.
+//!
+//! The secret check looks at the components *below* the managed root, so a project
+//! that happens to live under e.g. `/srv/tokens/` stays usable; outside every root
+//! the whole path is checked (it is refused either way).
+
+use std::io::ErrorKind;
+use std::path::{Component, Path, PathBuf};
+
+use serde_json::json;
+
+use super::secret::is_secret_path;
+use super::{Policy, Refusal};
+
+/// Longest path accepted, in bytes (Linux `PATH_MAX`).
+pub const MAX_PATH_BYTES: usize = 4096;
+
+/// An existing path inside a managed root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// Canonical (symlink-free) path.
+    pub real: PathBuf,
+    /// The managed root containing it.
+    pub root: PathBuf,
+}
+
+/// Where a write lands: an existing or new file inside a managed root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The path to write: canonical parent joined with the file name (or, when the
+    /// name is a symlink to a file inside the root, that file's real path).
+    pub path: PathBuf,
+    pub root: PathBuf,
+    /// A regular file already exists there.
+    pub exists: bool,
+}
+
+impl Policy {
+    /// Resolves an existing file or directory.
+    pub fn resolve_existing(&self, raw: &str) -> Result<Resolved, Refusal> {
+        let lexical = self.normalize(raw)?;
+        let Some(root) = self.root_of(&lexical).map(Path::to_path_buf) else {
+            return self.outside_or_aliased(raw, &lexical);
+        };
+        deny_secret(&lexical, &root)?;
+        let real = canonicalize(&lexical)?;
+        if !real.starts_with(&root) {
+            return Err(escape(&lexical, &real, &root));
+        }
+        deny_secret(&real, &root)?;
+        Ok(Resolved { real, root })
+    }
+
+    /// Resolves where a new or replaced file would be written. The parent directory
+    /// must exist (`parent_not_found`) and be a directory (`parent_not_directory`).
+    pub fn resolve_target(&self, raw: &str) -> Result<Target, Refusal> {
+        let lexical = self.normalize(raw)?;
+        let root = match self.root_of(&lexical) {
+            Some(root) => root.to_path_buf(),
+            None => {
+                // A parent reached through an alias (e.g. /tmp → /private/tmp) may
+                // still be inside a root once canonicalized.
+                let parent_real = lexical.parent().and_then(|p| p.canonicalize().ok());
+                match parent_real.as_deref().and_then(|p| self.root_of(p)) {
+                    Some(root) => root.to_path_buf(),
+                    None => return Err(self.outside(raw)),
+                }
+            }
+        };
+        deny_secret(&lexical, &root)?;
+        let (Some(parent), Some(name)) = (lexical.parent(), lexical.file_name()) else {
+            return Err(invalid_target(&lexical, "the path names no file"));
+        };
+        if lexical == root {
+            return Err(invalid_target(&lexical, "the path is a managed root, not a file"));
+        }
+        let parent_real = match parent.canonicalize() {
+            Ok(p) => p,
+            Err(e) if e.kind() == ErrorKind::NotADirectory => return Err(parent_not_directory(parent)),
+            Err(e) => {
+                return Err(Refusal::new(
+                    "parent_not_found",
+                    format!("parent directory {} does not exist: {e}", parent.display()),
+                    json!({"path": lexical.display().to_string()}),
+                ));
+            }
+        };
+        if !parent_real.is_dir() {
+            return Err(parent_not_directory(parent));
+        }
+        if !parent_real.starts_with(&root) {
+            return Err(escape(parent, &parent_real, &root));
+        }
+        let candidate = parent_real.join(name);
+        let target = match std::fs::symlink_metadata(&candidate) {
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                Target { path: candidate, root: root.clone(), exists: false }
+            }
+            Err(e) => {
+                return Err(Refusal::new(
+                    "target_unresolvable",
+                    format!("cannot inspect {}: {e}", candidate.display()),
+                    json!({"path": candidate.display().to_string()}),
+                ));
+            }
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let real = candidate.canonicalize().map_err(|e| {
+                    Refusal::new(
+                        "target_unresolvable",
+                        format!("{} is a symlink that cannot be resolved: {e}", candidate.display()),
+                        json!({"path": candidate.display().to_string()}),
+                    )
+                })?;
+                if !real.starts_with(&root) {
+                    return Err(escape(&candidate, &real, &root));
+                }
+                if !real.is_file() {
+                    return Err(invalid_target(&candidate, "the symlink does not point to a regular file"));
+                }
+                Target { path: real, root: root.clone(), exists: true }
+            }
+            Ok(meta) if meta.is_file() => Target { path: candidate, root: root.clone(), exists: true },
+            Ok(_) => return Err(invalid_target(&candidate, "a directory or special file is in the way")),
+        };
+        deny_secret(&target.path, &root)?;
+        Ok(target)
+    }
+
+    /// Control-character check, anchoring and lexical normalization.
+    pub fn normalize(&self, raw: &str) -> Result<PathBuf, Refusal> {
+        if raw.is_empty() {
+            return Err(Refusal::code("invalid_params", "path must not be empty", json!({})));
+        }
+        if raw.len() > MAX_PATH_BYTES {
+            return Err(Refusal::code(
+                "invalid_params",
+                format!("path is {} bytes long; the limit is {MAX_PATH_BYTES}", raw.len()),
+                json!({}),
+            ));
+        }
+        if raw.chars().any(char::is_control) {
+            return Err(Refusal::code(
+                "invalid_params",
+                "path contains a NUL or other control character",
+                json!({"path": raw.escape_debug().to_string()}),
+            ));
+        }
+        let path = Path::new(raw);
+        let anchored = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            match &self.relative_base {
+                Some(base) => base.join(path),
+                None => return Err(self.outside(raw)),
+            }
+        };
+        Ok(lexical_normalize(&anchored))
+    }
+
+    fn outside(&self, raw: &str) -> Refusal {
+        Refusal::new(
+            "outside_managed_roots",
+            format!("{raw} is outside every managed root"),
+            json!({"path": raw, "managed_roots": self.roots_json()}),
+        )
+    }
+
+    /// A lexical path outside every root: refused unless it is an alias (a symlinked
+    /// directory such as macOS `/tmp`) whose real path is inside a root.
+    fn outside_or_aliased(&self, raw: &str, lexical: &Path) -> Result<Resolved, Refusal> {
+        if is_secret_path(lexical) {
+            return Err(secret(lexical));
+        }
+        let Ok(real) = lexical.canonicalize() else { return Err(self.outside(raw)) };
+        let Some(root) = self.root_of(&real).map(Path::to_path_buf) else { return Err(self.outside(raw)) };
+        deny_secret(&real, &root)?;
+        Ok(Resolved { real, root })
+    }
+}
+
+/// `.` and `..` removed without touching the disk; `..` never climbs above `/`.
+pub fn lexical_normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::Prefix(p) => out.push(p.as_os_str()),
+            Component::RootDir => out.push("/"),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(n) => out.push(n),
+        }
+    }
+    out
+}
+
+fn deny_secret(path: &Path, root: &Path) -> Result<(), Refusal> {
+    let below = path.strip_prefix(root).unwrap_or(path);
+    if is_secret_path(below) {
+        return Err(secret(path));
+    }
+    Ok(())
+}
+
+fn secret(path: &Path) -> Refusal {
+    Refusal::new(
+        "secret_path_denied",
+        format!("{} looks like a secret (keys, tokens, .env files…) and is never accessed", path.display()),
+        json!({"path": path.display().to_string()}),
+    )
+}
+
+fn canonicalize(lexical: &Path) -> Result<PathBuf, Refusal> {
+    lexical.canonicalize().map_err(|e| {
+        let why = match e.raw_os_error() {
+            Some(libc::ELOOP) => "a symlink loop".to_string(),
+            _ => e.to_string(),
+        };
+        Refusal::new(
+            "not_found",
+            format!("{} does not exist or cannot be resolved ({why})", lexical.display()),
+            json!({"path": lexical.display().to_string()}),
+        )
+    })
+}
+
+fn escape(lexical: &Path, real: &Path, root: &Path) -> Refusal {
+    Refusal::new(
+        "symlink_escape",
+        format!("{} resolves to {}, outside its managed root {}", lexical.display(), real.display(), root.display()),
+        json!({"path": lexical.display().to_string(), "root": root.display().to_string()}),
+    )
+}
+
+fn invalid_target(path: &Path, why: &str) -> Refusal {
+    Refusal::new(
+        "invalid_target",
+        format!("cannot write {}: {why}", path.display()),
+        json!({"path": path.display().to_string()}),
+    )
+}
+
+fn parent_not_directory(parent: &Path) -> Refusal {
+    Refusal::new(
+        "parent_not_directory",
+        format!("{} is not a directory", parent.display()),
+        json!({"path": parent.display().to_string()}),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lexical_normalization_never_climbs_above_root() {
+        assert_eq!(lexical_normalize(Path::new("/a/./b/../c")), PathBuf::from("/a/c"));
+        assert_eq!(lexical_normalize(Path::new("/../../etc")), PathBuf::from("/etc"));
+        assert_eq!(lexical_normalize(Path::new("/a/b/")), PathBuf::from("/a/b"));
+    }
+}

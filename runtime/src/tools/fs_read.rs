@@ -1,0 +1,190 @@
+//! `herdr_fs_read`: a window of lines from a text file, bounded by lines and bytes.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+
+use serde_json::{Map, Value, json};
+
+use super::common::{object_schema, path_schema, req_str, u64_arg};
+use super::{Access, Handler, ToolContext, ToolOutput, ToolSpec};
+
+/// Lines returned when `end_line` is omitted.
+pub const DEFAULT_LINES: u64 = 200;
+pub const DEFAULT_MAX_BYTES: u64 = 16_384;
+pub const MAX_BYTES_LIMIT: u64 = 262_144;
+
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: "herdr_fs_read",
+        description: concat!(
+            "Read part of a text file inside a managed project, by line numbers. Returns up to 200 lines ",
+            "from start_line (1-based) unless end_line says otherwise, and never more than max_bytes ",
+            "(default 16384): a byte cut always ends on a whole line. When more remains, the result gives ",
+            "next_start_line, so page through a big file by calling again with start_line set to it. The ",
+            "result also reports the file's total line count and size. Invalid UTF-8 is shown with ",
+            "replacement characters.",
+            crate::path_rules!()
+        ),
+        input_schema: schema,
+        access: Access::Read,
+        read_only_hint: false,
+        handler: Handler::Blocking(run),
+    }
+}
+
+fn schema() -> Value {
+    object_schema(
+        json!({
+            "path": path_schema("File to read."),
+            "start_line": {"type": "integer", "minimum": 1, "maximum": super::common::MAX_SAFE_INTEGER, "default": 1, "description": "First line to return (1-based)."},
+            "end_line": {"type": "integer", "minimum": 1, "maximum": super::common::MAX_SAFE_INTEGER, "description": "Last line to return (inclusive); default start_line + 199."},
+            "max_bytes": {"type": "integer", "minimum": 1, "maximum": MAX_BYTES_LIMIT, "default": DEFAULT_MAX_BYTES, "description": "Byte budget for the returned content."},
+        }),
+        &["path"],
+    )
+}
+
+fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
+    let start = u64_arg(args, "start_line", 1);
+    let end = u64_arg(args, "end_line", start.saturating_add(DEFAULT_LINES - 1));
+    if end < start {
+        return super::common::invalid_params("end_line must be >= start_line");
+    }
+    let budget = u64_arg(args, "max_bytes", DEFAULT_MAX_BYTES) as usize;
+    let resolved = match ctx.policy.resolve_existing(req_str(args, "path")) {
+        Ok(r) => r,
+        Err(refusal) => return refusal.into(),
+    };
+    let path = &resolved.real;
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) => return super::common::path_refusal("stat_failed", path, format!("cannot stat {}: {e}", path.display())),
+    };
+    if !meta.is_file() {
+        return super::common::path_refusal("not_a_file", path, format!("{} is not a regular file", path.display()));
+    }
+    let window = match File::open(path).and_then(|f| read_window(BufReader::new(f), start, end, budget)) {
+        Ok(w) => w,
+        Err(e) => return super::common::path_refusal("read_failed", path, format!("cannot read {}: {e}", path.display())),
+    };
+    let last = start + window.returned - 1;
+    let truncated_by = if window.cut_by_bytes {
+        Some("bytes")
+    } else if window.total > end {
+        Some("lines")
+    } else {
+        None
+    };
+    let next = if window.total > last { Some(last + 1) } else { None };
+    let mut payload = json!({
+        "ok": true,
+        "path": path.display().to_string(),
+        "root": resolved.root.display().to_string(),
+        "lines": {"start": start, "end": last, "total": window.total},
+        "next_start_line": next,
+        "truncated_by": truncated_by,
+        "bytes": meta.len(),
+        "budget": budget,
+        "truncated": truncated_by.is_some(),
+        "content": String::from_utf8_lossy(&window.content),
+    });
+    if window.line_cut {
+        payload["line_truncated"] = json!(true);
+    }
+    ToolOutput::payload(payload)
+}
+
+/// The selected lines and what stopped the selection.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Window {
+    pub content: Vec<u8>,
+    /// Lines put (whole or, see `line_cut`, in part) into `content`.
+    pub returned: u64,
+    /// Lines in the file; a final line without `\n` counts, a trailing `\n` adds none.
+    pub total: u64,
+    /// The byte budget stopped the window before `end`.
+    pub cut_by_bytes: bool,
+    /// The first line alone exceeded the budget and was cut (at a UTF-8 boundary) so
+    /// that paging still makes progress.
+    pub line_cut: bool,
+}
+
+/// Streams the file once: copies lines `start..=end` within `budget` bytes and counts
+/// every line, without holding more than one line beyond the window in memory.
+pub fn read_window(mut reader: impl BufRead, start: u64, end: u64, budget: usize) -> std::io::Result<Window> {
+    let mut w = Window { content: Vec::new(), returned: 0, total: 0, cut_by_bytes: false, line_cut: false };
+    let mut line = Vec::new();
+    let mut collecting = true;
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        w.total += 1;
+        if !collecting || w.total < start {
+            continue;
+        }
+        if w.total > end {
+            collecting = false;
+            continue;
+        }
+        if w.content.len() + line.len() <= budget {
+            w.content.extend_from_slice(&line);
+            w.returned += 1;
+        } else {
+            if w.returned == 0 {
+                let cut = utf8_floor(&line, budget);
+                w.content.extend_from_slice(&line[..cut]);
+                w.returned = 1;
+                w.line_cut = true;
+            }
+            w.cut_by_bytes = true;
+            collecting = false;
+        }
+    }
+    Ok(w)
+}
+
+/// The largest `n <= max` such that `bytes[..n]` does not end inside a UTF-8 sequence.
+fn utf8_floor(bytes: &[u8], max: usize) -> usize {
+    let mut n = max.min(bytes.len());
+    while n > 0 && n < bytes.len() && (bytes[n] & 0xC0) == 0x80 {
+        n -= 1;
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn win(text: &str, start: u64, end: u64, budget: usize) -> Window {
+        read_window(text.as_bytes(), start, end, budget).unwrap()
+    }
+
+    #[test]
+    fn counts_lines_like_a_text_editor() {
+        assert_eq!(win("", 1, 10, 100).total, 0);
+        assert_eq!(win("a", 1, 10, 100).total, 1);
+        assert_eq!(win("a\n", 1, 10, 100).total, 1);
+        assert_eq!(win("a\nb", 1, 10, 100).total, 2);
+    }
+
+    #[test]
+    fn byte_budget_keeps_whole_lines_and_budget_edge_is_inclusive() {
+        let w = win("ab\ncd\nef\n", 1, 10, 6);
+        assert_eq!(w.content, b"ab\ncd\n");
+        assert_eq!((w.returned, w.cut_by_bytes), (2, true));
+        let w = win("ab\ncd\nef\n", 1, 10, 5);
+        assert_eq!(w.content, b"ab\n");
+        assert_eq!(win("ab\ncd\nef\n", 1, 10, 9).cut_by_bytes, false);
+    }
+
+    #[test]
+    fn an_oversized_first_line_is_cut_on_a_char_boundary() {
+        let w = win("héllo\nx\n", 1, 10, 2);
+        assert_eq!(w.content, b"h");
+        assert!(w.line_cut && w.cut_by_bytes);
+        assert_eq!(w.returned, 1);
+    }
+}
