@@ -1,1 +1,123 @@
-fn main() {}
+//! `herdr-mcp` command line: parses flags, sets up logging and policy, and hands
+//! over to `herdr_mcp::server`. Every startup failure is one line on stderr and a
+//! non-zero exit.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+use herdr_mcp::policy::Policy;
+use herdr_mcp::runtime_info::RuntimeInfo;
+use herdr_mcp::server::{self, config, mcp::ServerState};
+use herdr_mcp::tools::{Services, ToolContext, ToolRegistry};
+use tokio_util::sync::CancellationToken;
+
+#[derive(Parser)]
+#[command(name = "herdr-mcp", version, about = "MCP server for the files, Git, commands and Herdr workspaces of this machine.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve MCP (streamable HTTP at /mcp, / and /mcp/, plus GET /health).
+    #[command(long_about = SERVE_ABOUT)]
+    Serve(ServeArgs),
+}
+
+const SERVE_ABOUT: &str = "\
+Serve MCP (streamable HTTP at /mcp, / and /mcp/, plus GET /health).
+
+Always listens on a Unix socket (mode 0600, its directory created 0700) that is trusted:
+no bearer is asked there. With --listen it also serves loopback TCP, where every request
+needs `Authorization: Bearer $HERDR_MCP_TOKEN` and non-loopback Host/Origin are refused.
+
+Environment:
+  HERDR_EXTENSION_IPC_SOCKET  socket path (same as --socket)
+  HERDR_MCP_TOKEN             bearer for --listen (required with --listen)
+  HERDR_MCP_ROOTS             managed roots, ':'-separated (when no --root is given)
+  HERDR_MCP_READONLY=1        refuse every change to the machine
+  HERDR_MCP_WRITE_ROOTS       only these roots may be changed
+  HERDR_MCP_STATE_DIR         state database directory (same as --state-dir)
+  HERDR_MCP_LOG / RUST_LOG    log filter (default: info)
+
+Stops cleanly on SIGINT/SIGTERM and removes its socket.";
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// Unix socket to listen on [default: $XDG_CONFIG_HOME/herdr-mcp/extension.sock,
+    /// else ~/.config/herdr-mcp/extension.sock]
+    #[arg(long, value_name = "PATH", env = config::SOCKET_ENV)]
+    socket: Option<PathBuf>,
+
+    /// Also listen on this loopback TCP address, e.g. 127.0.0.1:8772 (needs HERDR_MCP_TOKEN)
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<SocketAddr>,
+
+    /// A managed root (repeatable) [default: $HERDR_MCP_ROOTS, else the git top-level
+    /// of the working directory]
+    #[arg(long = "root", value_name = "DIR")]
+    roots: Vec<PathBuf>,
+
+    /// Append logs to this file instead of stderr
+    #[arg(long, value_name = "FILE")]
+    log_file: Option<PathBuf>,
+
+    /// Directory of the state database (exec sessions, idempotency ledger) [default:
+    /// $XDG_STATE_HOME/herdr-mcp, else ~/.local/state/herdr-mcp]
+    #[arg(long, value_name = "DIR", env = "HERDR_MCP_STATE_DIR")]
+    state_dir: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(args) => match serve(args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("herdr-mcp: error: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
+    }
+}
+
+fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let env = |name: &str| std::env::var(name).ok();
+    let listen = config::resolve(
+        args.socket,
+        args.listen,
+        env(config::TOKEN_ENV),
+        env("XDG_CONFIG_HOME").as_deref(),
+        env("HOME").as_deref(),
+    )?;
+    server::logging::init(args.log_file.as_deref()).map_err(anyhow::Error::msg)?;
+    let cwd = std::env::current_dir().map_err(|e| anyhow::anyhow!("cannot read the working directory: {e}"))?;
+    let policy = Policy::from_env(&args.roots, &cwd)?;
+    let info = RuntimeInfo::new();
+    let exec = herdr_mcp::exec::startup(args.state_dir.as_deref(), &info.boot_id).map_err(anyhow::Error::msg)?;
+    let mut services = Services::default();
+    if let Some((db, registry)) = &exec {
+        services.state = Some(Arc::clone(db));
+        services.exec = Some(Arc::clone(registry));
+    }
+    let ctx = Arc::new(ToolContext { info, policy, services });
+    let state = Arc::new(ServerState::new(ToolRegistry::standard(), ctx)?);
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| anyhow::anyhow!("cannot start the async runtime: {e}"))?;
+    runtime.block_on(async move {
+        let shutdown = CancellationToken::new();
+        server::cancel_on_signals(shutdown.clone())?;
+        if let Some((_, registry)) = &exec {
+            // Before serving: orphans of a killed runtime end, its open ledger rows settle.
+            herdr_mcp::exec::recover_logged(registry).await;
+        }
+        server::serve(listen, state, shutdown).await
+    })
+}

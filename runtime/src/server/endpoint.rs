@@ -1,0 +1,412 @@
+//! The `/mcp` endpoint: a thin layer in front of rmcp's streamable HTTP services.
+//!
+//! rmcp's session-mode service answers a POST without `Mcp-Session-Id` that is not
+//! `initialize` with 400, yet the extension and ChatGPT send exactly such stateless
+//! `tools/list` / `tools/call` requests. So this layer reads the (bounded) body once,
+//! answers malformed JSON-RPC itself (spec §3 codes), and routes:
+//! - a request carrying `Mcp-Session-Id`, or an `initialize` from a client that
+//!   accepts SSE → the session service (normal MCP clients);
+//! - everything else → a stateless JSON-answering service.
+//!
+//! rmcp's `Tool` type has no `execution` member, so `tools/list` responses get the
+//! catalog's missing members merged back here; the listed tools then hash exactly
+//! to the advertised contract hash.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::Body;
+use bytes::{Bytes, BytesMut};
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
+use hyper::body::Frame;
+use http_body_util::{BodyExt, Limited};
+use rmcp::model::ClientJsonRpcMessage;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::config::MAX_BODY_BYTES;
+use super::jsonrpc::{self, INVALID_REQUEST, PARSE_ERROR};
+use super::mcp::{McpHandler, ServerState};
+
+/// Idle sessions close after this long (spec §3: one hour, refreshed on use).
+pub const SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(3600);
+/// SSE keep-alive comment interval on long-lived streams.
+const SSE_KEEP_ALIVE: Duration = Duration::from_secs(15);
+const SESSION_HEADER: &str = "mcp-session-id";
+
+type SessionService = StreamableHttpService<McpHandler, LocalSessionManager>;
+type StatelessService = StreamableHttpService<McpHandler, NeverSessionManager>;
+
+#[derive(Clone)]
+pub struct McpEndpoint {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    session: SessionService,
+    stateless: StatelessService,
+    /// Catalog entries by tool name, to restore members rmcp's model drops.
+    catalog_by_name: HashMap<String, Map<String, Value>>,
+}
+
+impl McpEndpoint {
+    /// `shutdown` ends every session and open stream when cancelled.
+    pub fn new(state: Arc<ServerState>, shutdown: CancellationToken) -> Self {
+        let catalog_by_name = state
+            .catalog
+            .iter()
+            .filter_map(|tool| {
+                let obj = tool.as_object()?;
+                Some((obj.get("name")?.as_str()?.to_string(), obj.clone()))
+            })
+            .collect();
+        // Host/Origin checks live in the TCP layer (`auth`): the Unix socket is
+        // trusted and unreachable from browsers, whatever Host its clients send.
+        let base = StreamableHttpServerConfig::default()
+            .disable_allowed_hosts()
+            .with_sse_keep_alive(Some(SSE_KEEP_ALIVE))
+            .with_cancellation_token(shutdown)
+            .with_max_request_body_bytes(MAX_BODY_BYTES);
+        let mut sessions = LocalSessionManager::default();
+        sessions.session_config.keep_alive = Some(SESSION_IDLE_TIMEOUT);
+        let factory_state = Arc::clone(&state);
+        let session = StreamableHttpService::new(
+            move || Ok(McpHandler::new(Arc::clone(&factory_state))),
+            Arc::new(sessions),
+            base.clone().with_legacy_session_mode(true),
+        );
+        let factory_state = Arc::clone(&state);
+        let stateless = StreamableHttpService::new(
+            move || Ok(McpHandler::new(Arc::clone(&factory_state))),
+            Arc::new(NeverSessionManager::default()),
+            base.with_legacy_session_mode(false).with_json_response(true).with_sse_retry(None),
+        );
+        McpEndpoint { inner: Arc::new(Inner { session, stateless, catalog_by_name }) }
+    }
+
+    pub async fn handle(&self, request: Request<Body>) -> Response<Body> {
+        if request.method() != Method::POST {
+            // GET (server stream) and DELETE (end session) only make sense for sessions.
+            return normalize_error(into_axum(self.inner.session.handle(request).await)).await;
+        }
+        let (mut parts, body) = request.into_parts();
+        let bytes = match Limited::new(body, MAX_BODY_BYTES).collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+                return jsonrpc::error_response(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    INVALID_REQUEST,
+                    &format!("Request body too large (limit {MAX_BODY_BYTES} bytes)"),
+                    None,
+                );
+            }
+            Err(e) => {
+                return jsonrpc::error_response(
+                    StatusCode::BAD_REQUEST,
+                    INVALID_REQUEST,
+                    &format!("Invalid Request: cannot read body: {e}"),
+                    None,
+                );
+            }
+        };
+        let envelope = match check_envelope(&bytes) {
+            Ok(envelope) => envelope,
+            Err(response) => return response,
+        };
+        let has_session = parts.headers.contains_key(SESSION_HEADER);
+        let wants_session = envelope.method.as_deref() == Some("initialize") && accepts_sse(&parts.headers);
+        if parts.headers.get(header::CONTENT_TYPE).is_none() {
+            // The body already parsed as JSON; a client that omits the type still
+            // meant it.
+            parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        }
+        let is_tools_list = envelope.method.as_deref() == Some("tools/list");
+        let response = if has_session || wants_session {
+            let request = Request::from_parts(parts, Body::from(bytes));
+            into_axum(self.inner.session.handle(request).await)
+        } else {
+            // The stateless service answers JSON whatever the client accepts, but
+            // rmcp insists on both media types being acceptable.
+            parts.headers.insert(header::ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
+            let request = Request::from_parts(parts, Body::from(bytes));
+            into_axum(self.inner.stateless.handle(request).await)
+        };
+        if !response.status().is_success() {
+            return normalize_error(response).await;
+        }
+        if is_tools_list { self.complete_tools(response).await } else { response }
+    }
+
+    /// Merges catalog members that rmcp's `Tool` cannot carry into a `tools/list`
+    /// response, JSON or SSE.
+    async fn complete_tools(&self, response: Response<Body>) -> Response<Body> {
+        let inner = Arc::clone(&self.inner);
+        let is_sse = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let (mut parts, body) = response.into_parts();
+        if is_sse {
+            let body = SseRewrite::new(body, move |data: &str| inner.patch_message(data));
+            return Response::from_parts(parts, Body::new(body));
+        }
+        let bytes = match body.collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(e) => {
+                return jsonrpc::error_response(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    jsonrpc::INTERNAL_ERROR,
+                    &format!("cannot read tools/list response: {e}"),
+                    None,
+                );
+            }
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let patched = inner.patch_message(&text).unwrap_or_else(|| text.into_owned());
+        parts.headers.remove(header::CONTENT_LENGTH);
+        Response::from_parts(parts, Body::from(patched))
+    }
+}
+
+impl Inner {
+    /// Returns the patched JSON text when `data` is a `tools/list` result.
+    fn patch_message(&self, data: &str) -> Option<String> {
+        let mut message: Value = serde_json::from_str(data).ok()?;
+        let tools = message.get_mut("result")?.get_mut("tools")?.as_array_mut()?;
+        for tool in tools.iter_mut() {
+            let Some(obj) = tool.as_object_mut() else { continue };
+            let Some(entry) = obj.get("name").and_then(Value::as_str).and_then(|n| self.catalog_by_name.get(n)) else {
+                continue;
+            };
+            for (key, value) in entry {
+                if !obj.contains_key(key) {
+                    obj.insert(key.clone(), value.clone());
+                }
+            }
+        }
+        Some(message.to_string())
+    }
+}
+
+/// What the layer learned from the body.
+struct Envelope {
+    method: Option<String>,
+}
+
+/// Spec §3 checks that rmcp would answer as plain text or not at all: unparseable
+/// JSON, batches, and messages that are not JSON-RPC 2.0.
+fn check_envelope(bytes: &Bytes) -> Result<Envelope, Response<Body>> {
+    let bad = |code: i64, message: String, id: Option<Value>| {
+        Err(jsonrpc::error_response(StatusCode::BAD_REQUEST, code, &message, id))
+    };
+    let value: Value = match serde_json::from_slice(bytes) {
+        Ok(value) => value,
+        Err(e) => return bad(PARSE_ERROR, format!("Parse error: {e}"), None),
+    };
+    let obj = match value {
+        Value::Object(obj) => obj,
+        Value::Array(_) => return bad(INVALID_REQUEST, "Invalid Request: batch requests are not supported".into(), None),
+        _ => return bad(INVALID_REQUEST, "Invalid Request: expected a JSON-RPC object".into(), None),
+    };
+    let id = obj.get("id").cloned();
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return bad(INVALID_REQUEST, "Invalid Request: jsonrpc must be \"2.0\"".into(), id);
+    }
+    let method = match obj.get("method") {
+        Some(Value::String(m)) => Some(m.clone()),
+        Some(_) => return bad(INVALID_REQUEST, "Invalid Request: method must be a string".into(), id),
+        None if obj.contains_key("result") || obj.contains_key("error") => None,
+        None => return bad(INVALID_REQUEST, "Invalid Request: method is missing".into(), id),
+    };
+    // rmcp would refuse a message its model cannot represent with a bare 415; say
+    // what is wrong instead.
+    if let Err(e) = serde_json::from_value::<ClientJsonRpcMessage>(Value::Object(obj)) {
+        return bad(INVALID_REQUEST, format!("Invalid Request: {e}"), id);
+    }
+    Ok(Envelope { method })
+}
+
+fn accepts_sse(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.to_ascii_lowercase().contains("text/event-stream"))
+}
+
+fn into_axum(response: Response<http_body_util::combinators::BoxBody<Bytes, Infallible>>) -> Response<Body> {
+    response.map(Body::new)
+}
+
+/// Turns rmcp's plain-text refusals (404 unknown session, 406, 415, …) into
+/// JSON-RPC error bodies; JSON answers pass through untouched.
+async fn normalize_error(response: Response<Body>) -> Response<Body> {
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json") || v.starts_with("text/event-stream"));
+    if status.is_success() || is_json {
+        return response;
+    }
+    let allow = response.headers().get(header::ALLOW).cloned();
+    let text = match response.into_body().collect().await {
+        Ok(c) => String::from_utf8_lossy(&c.to_bytes()).trim().to_string(),
+        Err(_) => String::new(),
+    };
+    let message = if status == StatusCode::NOT_FOUND {
+        "Session not found".to_string()
+    } else if text.is_empty() {
+        status.canonical_reason().unwrap_or("error").to_string()
+    } else {
+        text
+    };
+    let mut out = jsonrpc::error_response(status, jsonrpc::code_for_status(status), &message, None);
+    if let Some(allow) = allow {
+        out.headers_mut().insert(header::ALLOW, allow);
+    }
+    out
+}
+
+/// Rewrites the `data:` of each complete SSE event with `patch` (when it returns
+/// `Some`), passing everything else through; events split across frames are
+/// reassembled first.
+struct SseRewrite<F> {
+    inner: Body,
+    buffer: BytesMut,
+    patch: F,
+    done: bool,
+}
+
+impl<F: Fn(&str) -> Option<String>> SseRewrite<F> {
+    fn new(inner: Body, patch: F) -> Self {
+        SseRewrite { inner, buffer: BytesMut::new(), patch, done: false }
+    }
+
+    /// Splits off the next complete event (through its blank line), if any.
+    fn next_event(&mut self) -> Option<Bytes> {
+        let end = find_event_end(&self.buffer)?;
+        Some(self.buffer.split_to(end).freeze())
+    }
+
+    fn rewrite(&self, event: Bytes) -> Bytes {
+        let Ok(text) = std::str::from_utf8(&event) else { return event };
+        let data: Vec<&str> = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .map(|d| d.strip_prefix(' ').unwrap_or(d))
+            .collect();
+        if data.is_empty() {
+            return event;
+        }
+        let Some(patched) = (self.patch)(&data.join("\n")) else { return event };
+        let mut out = String::with_capacity(text.len() + 64);
+        let mut wrote_data = false;
+        for line in text.lines() {
+            if line.starts_with("data:") {
+                if !wrote_data {
+                    out.push_str("data: ");
+                    out.push_str(&patched);
+                    out.push('\n');
+                    wrote_data = true;
+                }
+            } else if !line.is_empty() {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+        out.push('\n');
+        Bytes::from(out)
+    }
+}
+
+fn find_event_end(buf: &[u8]) -> Option<usize> {
+    let lf = buf.windows(2).position(|w| w == b"\n\n").map(|p| p + 2);
+    let crlf = buf.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4);
+    match (lf, crlf) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+impl<F: Fn(&str) -> Option<String> + Unpin> hyper::body::Body for SseRewrite<F> {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        loop {
+            if let Some(event) = self.next_event() {
+                let rewritten = self.rewrite(event);
+                return Poll::Ready(Some(Ok(Frame::data(rewritten))));
+            }
+            if self.done {
+                if self.buffer.is_empty() {
+                    return Poll::Ready(None);
+                }
+                let rest = self.buffer.split().freeze();
+                return Poll::Ready(Some(Ok(Frame::data(rest))));
+            }
+            match Pin::new(&mut self.inner).poll_frame(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) => self.done = true,
+                Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(e))),
+                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                    Ok(data) => self.buffer.extend_from_slice(&data),
+                    Err(frame) => return Poll::Ready(Some(Ok(frame))),
+                },
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelope_errors_use_spec_codes() {
+        let code = |body: &str| match check_envelope(&Bytes::from(body.to_string())) {
+            Ok(_) => 0,
+            Err(r) => {
+                assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+                let b = futures::executor::block_on(r.into_body().collect()).unwrap().to_bytes();
+                serde_json::from_slice::<Value>(&b).unwrap()["error"]["code"].as_i64().unwrap()
+            }
+        };
+        assert_eq!(code("{nope"), PARSE_ERROR);
+        assert_eq!(code("[]"), INVALID_REQUEST);
+        assert_eq!(code("7"), INVALID_REQUEST);
+        assert_eq!(code(r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#), INVALID_REQUEST);
+        assert_eq!(code(r#"{"jsonrpc":"2.0","id":1,"method":5}"#), INVALID_REQUEST);
+        assert_eq!(code(r#"{"jsonrpc":"2.0","id":1}"#), INVALID_REQUEST);
+        assert_eq!(code(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#), 0);
+        assert_eq!(code(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#), 0);
+    }
+
+    #[test]
+    fn sse_events_are_reassembled_and_rewritten() {
+        let chunks: Vec<Result<Frame<Bytes>, Infallible>> = vec![
+            Ok(Frame::data(Bytes::from_static(b"id: 0\nretry: 3000\ndata:\n\nid: 1\nda"))),
+            Ok(Frame::data(Bytes::from_static(b"ta: {\"a\":1}\n\n: keep\n\n"))),
+        ];
+        let body = Body::new(http_body_util::StreamBody::new(futures::stream::iter(chunks)));
+        let rewrite = SseRewrite::new(body, |d: &str| {
+            let v: Value = serde_json::from_str(d).ok()?;
+            Some(serde_json::json!({"b": v["a"]}).to_string())
+        });
+        let out = futures::executor::block_on(Body::new(rewrite).collect()).unwrap().to_bytes();
+        assert_eq!(
+            std::str::from_utf8(&out).unwrap(),
+            "id: 0\nretry: 3000\ndata:\n\nid: 1\ndata: {\"b\":1}\n\n: keep\n\n"
+        );
+    }
+}

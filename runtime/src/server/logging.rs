@@ -1,0 +1,29 @@
+//! `tracing` output: stderr by default, or appended to `--log-file`. The level
+//! comes from `HERDR_MCP_LOG` (or `RUST_LOG`), default `info`.
+
+use std::fs::OpenOptions;
+use std::path::Path;
+use std::sync::Mutex;
+
+use tracing_subscriber::EnvFilter;
+
+pub fn init(log_file: Option<&Path>) -> Result<(), String> {
+    let filter = std::env::var("HERDR_MCP_LOG")
+        .ok()
+        .or_else(|| std::env::var("RUST_LOG").ok())
+        .and_then(|spec| EnvFilter::try_new(spec).ok())
+        .unwrap_or_else(|| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
+    let result = match log_file {
+        Some(path) => {
+            let file = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| format!("cannot open log file {}: {e}", path.display()))?;
+            builder.with_ansi(false).with_writer(Mutex::new(file)).try_init()
+        }
+        None => builder.with_writer(std::io::stderr).try_init(),
+    };
+    result.map_err(|e| format!("cannot start logging: {e}"))
+}

@@ -1,0 +1,163 @@
+//! The MCP server handler: `tools/list` and `tools/call` over the shared tool
+//! registry, plus the contract identity in `initialize` and `tools/list` `_meta`.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InitializeResult,
+    ListToolsResult, MetaObject, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::{Map, Value, json};
+
+use crate::contract::{CONTRACT_EPOCH, contract_hash};
+use crate::tools::{ToolContext, ToolOutput, ToolRegistry};
+
+/// Protocol versions this server negotiates; a client asking for another one gets
+/// the newest of these.
+pub const SUPPORTED_PROTOCOL_VERSIONS: &[ProtocolVersion] =
+    &[ProtocolVersion::V_2025_03_26, ProtocolVersion::V_2025_06_18, ProtocolVersion::V_2025_11_25];
+
+const INSTRUCTIONS: &str = "This server operates the developer's workstation: files, Git, commands and \
+Herdr workspaces inside the managed roots. Begin with herdr_inspect to see the roots and their state, \
+read herdr_skill once for the working rules, then prefer the dedicated file and Git tools. Every result \
+is JSON with an `ok` flag; when a change may or may not have happened, check before repeating it.";
+
+/// Everything built once at startup and shared by every request and session.
+pub struct ServerState {
+    pub registry: ToolRegistry,
+    pub ctx: Arc<ToolContext>,
+    /// The catalog exactly as the contract hash covers it.
+    pub catalog: Vec<Value>,
+    /// The same catalog in rmcp's typed form (which has no `execution` field; the
+    /// HTTP layer adds it back, see `endpoint::complete_tools`).
+    pub tools: Vec<Tool>,
+    pub contract_hash: String,
+    meta: MetaObject,
+    server_config: InitializeResult,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("the tool catalog is invalid: {0}")]
+    Contract(#[from] crate::contract::ContractError),
+    #[error("tool {name} cannot be described to MCP clients: {source}")]
+    Tool { name: String, source: serde_json::Error },
+}
+
+impl ServerState {
+    pub fn new(registry: ToolRegistry, ctx: Arc<ToolContext>) -> Result<Self, StateError> {
+        let catalog = registry.catalog();
+        let contract_hash = contract_hash(&catalog)?;
+        let tools = catalog
+            .iter()
+            .map(|entry| {
+                serde_json::from_value::<Tool>(entry.clone()).map_err(|source| StateError::Tool {
+                    name: entry.get("name").and_then(Value::as_str).unwrap_or("?").to_string(),
+                    source,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let meta = contract_meta(&contract_hash);
+        let mut server_config = InitializeResult::new(
+            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build(),
+        )
+        .with_server_info(Implementation::new(ctx.info.name, ctx.info.version))
+        .with_instructions(INSTRUCTIONS)
+        .with_protocol_version(ProtocolVersion::V_2025_11_25);
+        server_config.meta = Some(meta.clone());
+        Ok(ServerState { registry, ctx, catalog, tools, contract_hash, meta, server_config })
+    }
+}
+
+fn contract_meta(hash: &str) -> MetaObject {
+    let mut map = Map::new();
+    map.insert("herdr_contract_epoch".into(), json!(CONTRACT_EPOCH));
+    map.insert("herdr_contract_hash".into(), json!(hash));
+    MetaObject(map)
+}
+
+/// The rmcp handler; one clone per session or stateless request, all sharing state.
+#[derive(Clone)]
+pub struct McpHandler {
+    state: Arc<ServerState>,
+}
+
+impl McpHandler {
+    pub fn new(state: Arc<ServerState>) -> Self {
+        McpHandler { state }
+    }
+}
+
+impl ServerHandler for McpHandler {
+    fn get_info(&self) -> InitializeResult {
+        self.state.server_config.clone()
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(SUPPORTED_PROTOCOL_VERSIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let mut result = ListToolsResult::with_all_items(self.state.tools.clone());
+        result.meta = Some(self.state.meta.clone());
+        Ok(result)
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.state.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let arguments = request.arguments.map(Value::Object);
+        let output = self.state.registry.call(&self.state.ctx, &request.name, arguments).await;
+        Ok(CallToolResponse::Complete(to_call_result(output)))
+    }
+}
+
+/// One text block with the payload JSON, the same object as `structuredContent`,
+/// an image block when the tool produced one; `isError` only for protocol failures.
+pub fn to_call_result(output: ToolOutput) -> CallToolResult {
+    let text = output.payload.to_string();
+    let mut content = vec![ContentBlock::text(text)];
+    if let Some(image) = output.image {
+        content.push(ContentBlock::image(image.data_base64, image.mime_type));
+    }
+    let mut result = CallToolResult::success(content);
+    result.structured_content = Some(output.payload);
+    result.is_error = output.is_error.then_some(true);
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::ImageBlock;
+
+    #[test]
+    fn results_carry_text_structured_content_and_error_flag() {
+        let ok = to_call_result(ToolOutput::payload(json!({"ok": true, "n": 1})));
+        let v = serde_json::to_value(&ok).unwrap();
+        assert_eq!(v["content"][0]["type"], "text");
+        assert_eq!(serde_json::from_str::<Value>(v["content"][0]["text"].as_str().unwrap()).unwrap(), json!({"ok": true, "n": 1}));
+        assert_eq!(v["structuredContent"], json!({"ok": true, "n": 1}));
+        assert!(v.get("isError").is_none(), "{v}");
+
+        let mut failed = ToolOutput::protocol_error("unknown_tool", "no such tool");
+        failed.image = Some(ImageBlock { data_base64: "AAAA".into(), mime_type: "image/png".into() });
+        let v = serde_json::to_value(to_call_result(failed)).unwrap();
+        assert_eq!(v["isError"], true);
+        assert_eq!(v["content"][1]["type"], "image");
+        assert_eq!(v["content"][1]["mimeType"], "image/png");
+    }
+}

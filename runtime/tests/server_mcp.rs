@@ -1,0 +1,165 @@
+//! The MCP endpoint driven by rmcp's client (session mode) over the Unix socket and
+//! over TCP + bearer, and by raw stateless HTTP as the extension sends it.
+
+mod common;
+
+use common::{Runtime, call_tool_raw, git_repo, payload_of};
+use herdr_mcp::contract::{CONTRACT_EPOCH, contract_hash};
+use herdr_mcp::tools::ToolRegistry;
+use serde_json::{Value, json};
+
+fn expected_hash() -> String {
+    contract_hash(&ToolRegistry::standard().catalog()).unwrap()
+}
+
+#[tokio::test]
+async fn rmcp_client_over_unix_socket_initializes_lists_and_calls() {
+    let repo = git_repo(&[("hello.txt", "hello world\n")]);
+    let rt = Runtime::start(&[repo.path()], &[]).await;
+    let client = rt.client().await;
+
+    let info = client.peer_info().expect("initialize result");
+    let info = serde_json::to_value(info).unwrap();
+    assert_eq!(info["serverInfo"]["name"], "herdr-mcp");
+    assert_eq!(info["protocolVersion"], "2025-11-25", "{info}");
+    assert_eq!(info["_meta"]["herdr_contract_epoch"], CONTRACT_EPOCH);
+    assert_eq!(info["_meta"]["herdr_contract_hash"], expected_hash());
+
+    let listed = client.list_tools(None).await.expect("tools/list");
+    let listed = serde_json::to_value(&listed).unwrap();
+    assert_eq!(listed["_meta"]["herdr_contract_hash"], expected_hash());
+    let names: Vec<&str> = listed["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let expected: Vec<String> = ToolRegistry::standard().catalog().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect();
+    assert_eq!(names, expected);
+
+    // An unknown tool is a protocol-level failure: isError with a JSON payload.
+    let result = call_tool_raw(&client, "no_such_tool", json!({})).await;
+    assert_eq!(result["isError"], true, "{result}");
+    assert_eq!(payload_of(&result)["code"], "unknown_tool");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn rmcp_client_over_tcp_with_bearer() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let rt = Runtime::start_tcp(&[repo.path()], &[]).await;
+    let client = rt.tcp_client().await;
+    let listed = serde_json::to_value(client.list_tools(None).await.unwrap()).unwrap();
+    assert_eq!(listed["_meta"]["herdr_contract_hash"], expected_hash());
+    let result = call_tool_raw(&client, "no_such_tool", json!({})).await;
+    assert_eq!(payload_of(&result)["code"], "unknown_tool");
+    client.cancel().await.unwrap();
+
+    let wrong = rt.tcp_client_with_token("not-the-token").await;
+    assert!(wrong.is_err(), "a wrong bearer must not get a session");
+}
+
+#[tokio::test]
+async fn stateless_tools_list_hashes_to_the_advertised_contract() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let rt = Runtime::start(&[repo.path()], &[]).await;
+    let resp = rt.post_json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).await;
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert!(resp.header("mcp-session-id").is_none(), "stateless requests get no session");
+    let body = resp.json();
+    let tools = body["result"]["tools"].as_array().expect("tools").clone();
+    assert_eq!(tools, ToolRegistry::standard().catalog(), "listed tools differ from the catalog");
+    let hash = contract_hash(&tools).unwrap();
+    assert_eq!(body["result"]["_meta"]["herdr_contract_hash"], hash);
+    assert_eq!(body["result"]["_meta"]["herdr_contract_epoch"], CONTRACT_EPOCH);
+    for tool in &tools {
+        assert_eq!(tool["execution"], json!({"taskSupport": "forbidden"}), "{}", tool["name"]);
+    }
+}
+
+#[tokio::test]
+async fn stateless_tools_call_without_initialize() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let rt = Runtime::start(&[repo.path()], &[]).await;
+    let resp = rt
+        .post_json(&json!({"jsonrpc": "2.0", "id": "c1", "method": "tools/call", "params": {"name": "no_such_tool", "arguments": {}}}))
+        .await;
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(resp.header("content-type"), Some("application/json"));
+    let body = resp.json();
+    assert_eq!(body["id"], "c1");
+    assert_eq!(body["result"]["isError"], true);
+    assert_eq!(payload_of(&body["result"])["code"], "unknown_tool");
+
+    // A client that only accepts JSON and sends no content type is served too.
+    let raw = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
+    let resp = rt.raw("POST", "/", &[("accept", "application/json")], Some(raw.as_bytes())).await;
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert!(resp.json()["result"]["tools"].is_array());
+}
+
+#[tokio::test]
+async fn stateless_initialize_negotiates_supported_versions() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let rt = Runtime::start(&[repo.path()], &[]).await;
+    for (asked, expected) in [
+        ("2025-11-25", "2025-11-25"),
+        ("2025-06-18", "2025-06-18"),
+        ("2025-03-26", "2025-03-26"),
+        ("2024-11-05", "2025-11-25"),
+        ("1999-01-01", "2025-11-25"),
+    ] {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": asked, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+        // Accepting only JSON makes this a stateless initialize, answered as JSON.
+        let resp = rt
+            .raw("POST", "/mcp", &[("content-type", "application/json"), ("accept", "application/json")], Some(init.to_string().as_bytes()))
+            .await;
+        assert_eq!(resp.status, 200, "{}", resp.text());
+        let body = resp.json();
+        assert_eq!(body["result"]["protocolVersion"], expected, "asked {asked}: {body}");
+        assert_eq!(body["result"]["_meta"]["herdr_contract_hash"], expected_hash());
+    }
+}
+
+#[tokio::test]
+async fn session_initialize_over_raw_http_issues_a_session_and_unknown_sessions_are_404() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let rt = Runtime::start(&[repo.path()], &[]).await;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let sse = [("content-type", "application/json"), ("accept", "application/json, text/event-stream")];
+    let resp = rt.raw("POST", "/mcp", &sse, Some(init.to_string().as_bytes())).await;
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let session = resp.header("mcp-session-id").expect("session id").to_string();
+    assert_eq!(resp.json()["result"]["protocolVersion"], "2025-06-18");
+
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
+    let mut with_session = sse.to_vec();
+    with_session.push(("mcp-session-id", &session));
+    with_session.push(("mcp-protocol-version", "2025-06-18"));
+    let resp = rt.raw("POST", "/mcp", &with_session, Some(list.as_bytes())).await;
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let tools = resp.json()["result"]["tools"].as_array().unwrap().clone();
+    assert_eq!(tools, ToolRegistry::standard().catalog(), "SSE tools/list must carry the full catalog");
+
+    let mut unknown = sse.to_vec();
+    unknown.push(("mcp-session-id", "no-such-session"));
+    let resp = rt.raw("POST", "/mcp", &unknown, Some(list.as_bytes())).await;
+    assert_eq!(resp.status, 404);
+    assert_eq!(resp.json()["error"]["code"], -32001);
+}
+
+#[tokio::test]
+async fn notifications_without_session_are_accepted() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let rt = Runtime::start(&[repo.path()], &[]).await;
+    let resp = rt.post_json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    assert_eq!(resp.status, 202, "{}", resp.text());
+    assert!(resp.body.is_empty());
+}
+
+#[tokio::test]
+async fn unknown_method_is_method_not_found() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let rt = Runtime::start(&[repo.path()], &[]).await;
+    let resp = rt.post_json(&json!({"jsonrpc": "2.0", "id": 9, "method": "no/such"})).await;
+    let body: Value = resp.json();
+    assert_eq!(body["error"]["code"], -32601, "{body}");
+    assert_eq!(body["id"], 9);
+}
