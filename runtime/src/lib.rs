@@ -8,4 +8,5 @@
 pub mod contract;
 pub mod policy;
 pub mod runtime_info;
+pub mod server;
 pub mod tools;
