@@ -11,6 +11,13 @@ if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   rustup target add wasm32-unknown-unknown
 fi
 
+step "toolchain: wasm-bindgen-cli matching Cargo.lock"
+wbg_version=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/,""); print; exit}' Cargo.lock)
+if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$wbg_version" ]; then
+  # Unlocked on purpose: the registry mirror lacks one of its pinned transitive versions.
+  cargo install wasm-bindgen-cli --version "$wbg_version"
+fi
+
 step "toolchain: Chromium from Debian (for the e2e tests)"
 if [ ! -x /usr/bin/chromium ]; then
   export DEBIAN_FRONTEND=noninteractive
