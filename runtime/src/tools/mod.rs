@@ -15,7 +15,15 @@ use crate::policy::Policy;
 use crate::runtime_info::RuntimeInfo;
 
 pub mod common;
+pub mod fs_edit;
+pub mod fs_grep;
+pub mod fs_image;
+pub mod fs_list;
 pub mod fs_read;
+pub mod fs_write;
+pub mod git;
+pub mod git_cli;
+pub mod mutation;
 
 /// Everything a tool handler may consult. Shared as `Arc<ToolContext>` by all calls.
 /// Build it with [`ToolContext::new`]; optional subsystems hang off `services`.
@@ -251,7 +259,15 @@ fn validate(validator: &jsonschema::Validator, args: &Map<String, Value>) -> Opt
 /// Every tool of the contract, in catalog order. Tools not yet implemented are
 /// simply absent; each module contributes its `spec()`.
 pub fn all_specs() -> Vec<ToolSpec> {
-    vec![fs_read::spec()]
+    vec![
+        fs_read::spec(),
+        fs_list::spec(),
+        fs_grep::spec(),
+        fs_image::spec(),
+        git::spec(),
+        fs_edit::spec(),
+        fs_write::spec(),
+    ]
 }
 
 #[cfg(test)]

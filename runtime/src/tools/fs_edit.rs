@@ -1,0 +1,87 @@
+//! `herdr_fs_edit`: replace one exact, unique piece of text in an existing file.
+
+use regex::bytes::Regex;
+use serde_json::{Map, Value, json};
+
+use super::common::{bool_arg, object_schema, path_refusal, path_schema, req_str};
+use super::mutation::check_dirty;
+use super::{Access, Handler, ToolContext, ToolOutput, ToolSpec};
+use crate::policy::atomic::{Change, commit};
+
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: "herdr_fs_edit",
+        description: concat!(
+            "Change an existing file by replacing old_string with new_string. old_string must occur exactly ",
+            "once, byte for byte (include enough surrounding lines to make it unique); otherwise nothing is ",
+            "written and you learn whether it was missing or how often it occurred. The file is replaced ",
+            "atomically with its permissions kept. Files with uncommitted changes or untracked files are only ",
+            "changed with confirm_dirty:true (check them first). Refused in read-only mode and outside the ",
+            "write roots. confirm_busy is accepted for compatibility; without Herdr no agent can be busy.",
+            crate::path_rules!()
+        ),
+        input_schema: schema,
+        access: Access::Write,
+        read_only_hint: false,
+        handler: Handler::Blocking(run),
+    }
+}
+
+fn schema() -> Value {
+    object_schema(
+        json!({
+            "path": path_schema("File to change."),
+            "old_string": {"type": "string", "minLength": 1, "description": "Exact text to replace; must occur once."},
+            "new_string": {"type": "string", "description": "Replacement text (may be empty to delete)."},
+            "confirm_dirty": {"type": "boolean", "default": false},
+            "confirm_busy": {"type": "boolean", "default": false},
+        }),
+        &["path", "old_string", "new_string"],
+    )
+}
+
+fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
+    let resolved = match ctx.policy.resolve_existing(req_str(args, "path")) {
+        Ok(r) => r,
+        Err(r) => return r.into(),
+    };
+    let (path, root) = (&resolved.real, &resolved.root);
+    if !path.is_file() {
+        return path_refusal("not_a_file", path, format!("{} is not a regular file", path.display()));
+    }
+    if let Err(r) = ctx.policy.check_mutation(root) {
+        return r.into();
+    }
+    let before = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) => return path_refusal("read_failed", path, format!("cannot read {}: {e}", path.display())),
+    };
+    let old = req_str(args, "old_string");
+    let finder = Regex::new(&regex::escape(old)).expect("an escaped literal is a valid regex");
+    let occurrences = finder.find_iter(&before).count();
+    if occurrences == 0 {
+        return path_refusal("old_string_not_found", path, format!("old_string does not occur in {}", path.display()));
+    }
+    if occurrences > 1 {
+        return ToolOutput::refusal(
+            "old_string_not_unique",
+            format!("old_string occurs {occurrences} times in {}; add surrounding text to pick one", path.display()),
+            json!({"path": path.display().to_string(), "occurrences": occurrences}),
+        );
+    }
+    if let Err(out) = check_dirty(root, std::slice::from_ref(path), bool_arg(args, "confirm_dirty", false)) {
+        return out;
+    }
+    let after = finder.replace(&before, regex::bytes::NoExpand(req_str(args, "new_string").as_bytes())).into_owned();
+    if let Err(e) = commit(&[Change::Write { path: path.clone(), bytes: after.clone() }]) {
+        return path_refusal("write_failed", path, e.message);
+    }
+    ToolOutput::payload(json!({
+        "ok": true,
+        "path": path.display().to_string(),
+        "root": root.display().to_string(),
+        "replaced": 1,
+        "bytes_before": before.len(),
+        "bytes_after": after.len(),
+    }))
+}

@@ -1,0 +1,172 @@
+//! `herdr_fs_grep`: search file contents under a directory, honouring `.gitignore`.
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use regex::bytes::RegexBuilder;
+use serde_json::{Map, Value, json};
+
+use super::common::{bool_arg, invalid_params, object_schema, path_refusal, path_schema, req_str, str_arg, u64_arg};
+use super::fs_list::glob_regex;
+use super::{Access, Handler, ToolContext, ToolOutput, ToolSpec};
+use crate::policy::secret::is_secret_path;
+
+pub const DEFAULT_MAX_MATCHES: u64 = 50;
+pub const MAX_MATCHES_LIMIT: u64 = 1000;
+pub const DEFAULT_MAX_BYTES: u64 = 65_536;
+pub const MAX_BYTES_LIMIT: u64 = 1_048_576;
+/// Longest line text returned per match; longer lines (minified code) are cut.
+pub const MAX_LINE_CHARS: usize = 500;
+/// Compiled-regex size ceiling, so a hostile pattern cannot eat memory.
+const REGEX_SIZE_LIMIT: usize = 1 << 20;
+
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: "herdr_fs_grep",
+        description: concat!(
+            "Search the text of files under a directory of a managed project and get matching lines as ",
+            "{file, line, content}. pattern is a plain substring unless regex:true (Rust regex syntax, no ",
+            "look-around); case_insensitive works for both. glob keeps only files whose name matches (* and ?). ",
+            "Files ignored by .gitignore, the .git directory, binary files and secret-looking files are skipped. ",
+            "Files larger than max_bytes (default 65536) are skipped and flagged with truncated:true; at most ",
+            "max_matches (default 50) lines are returned. Lines longer than 500 characters are shortened.",
+            crate::path_rules!()
+        ),
+        input_schema: schema,
+        access: Access::Read,
+        read_only_hint: false,
+        handler: Handler::Blocking(run),
+    }
+}
+
+fn schema() -> Value {
+    object_schema(
+        json!({
+            "root": path_schema("Directory to search (recursively)."),
+            "pattern": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "Text or regex to find."},
+            "regex": {"type": "boolean", "default": false},
+            "glob": {"type": "string", "minLength": 1, "maxLength": 512, "description": "File-name filter, e.g. \"*.rs\"."},
+            "max_matches": {"type": "integer", "minimum": 1, "maximum": MAX_MATCHES_LIMIT, "default": DEFAULT_MAX_MATCHES},
+            "max_bytes": {"type": "integer", "minimum": 1, "maximum": MAX_BYTES_LIMIT, "default": DEFAULT_MAX_BYTES, "description": "Per-file size ceiling; larger files are skipped."},
+            "case_insensitive": {"type": "boolean", "default": false},
+        }),
+        &["root", "pattern"],
+    )
+}
+
+fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
+    let pattern = req_str(args, "pattern");
+    let source = if bool_arg(args, "regex", false) { pattern.to_string() } else { regex::escape(pattern) };
+    let re = match RegexBuilder::new(&source)
+        .case_insensitive(bool_arg(args, "case_insensitive", false))
+        .size_limit(REGEX_SIZE_LIMIT)
+        .build()
+    {
+        Ok(re) => re,
+        Err(e) => return invalid_params(format!("invalid regex: {e}")),
+    };
+    let glob = match str_arg(args, "glob").map(glob_regex).transpose() {
+        Ok(g) => g,
+        Err(e) => return invalid_params(format!("invalid glob: {e}")),
+    };
+    let resolved = match ctx.policy.resolve_existing(req_str(args, "root")) {
+        Ok(r) => r,
+        Err(r) => return r.into(),
+    };
+    if !resolved.real.is_dir() {
+        return path_refusal("not_a_directory", &resolved.real, format!("{} is not a directory", resolved.real.display()));
+    }
+    let max_matches = u64_arg(args, "max_matches", DEFAULT_MAX_MATCHES) as usize;
+    let max_bytes = u64_arg(args, "max_bytes", DEFAULT_MAX_BYTES);
+    let mut matches = Vec::new();
+    let mut truncated = false;
+    for file in files(&resolved.real, &resolved.root) {
+        if glob.as_ref().is_some_and(|g| !g.is_match(&file.file_name().unwrap_or_default().to_string_lossy())) {
+            continue;
+        }
+        let Ok(meta) = fs::metadata(&file) else { continue };
+        if meta.len() > max_bytes {
+            truncated = true;
+            continue;
+        }
+        let Some(bytes) = read_capped(&file, max_bytes) else { continue };
+        if bytes[..bytes.len().min(8192)].contains(&0) {
+            continue; // binary
+        }
+        // A final newline ends the last line; it does not start an empty one.
+        let text = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+        for (i, line) in text.split(|b| *b == b'\n').enumerate() {
+            if !re.is_match(line) {
+                continue;
+            }
+            if matches.len() >= max_matches {
+                truncated = true;
+                break;
+            }
+            matches.push(json!({"file": file.display().to_string(), "line": i + 1, "content": shorten(line)}));
+        }
+        if matches.len() >= max_matches && truncated {
+            break;
+        }
+    }
+    ToolOutput::payload(json!({
+        "ok": true,
+        "root": resolved.real.display().to_string(),
+        "count": matches.len(),
+        "truncated": truncated,
+        "matches": matches,
+        "engine": "rust",
+    }))
+}
+
+/// Regular files under `dir` in name order, skipping `.git`, ignored and secret paths.
+/// Symlinks are not followed, so nothing outside the root is searched.
+fn files(dir: &Path, root: &Path) -> impl Iterator<Item = PathBuf> {
+    let root = root.to_path_buf();
+    ignore::WalkBuilder::new(dir)
+        .hidden(false)
+        .follow_links(false)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .filter_entry(move |e| {
+            let below = e.path().strip_prefix(&root).unwrap_or(e.path());
+            e.file_name() != ".git" && !is_secret_path(below)
+        })
+        .build()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+        .map(ignore::DirEntry::into_path)
+}
+
+/// Reads at most `cap` bytes (the file may have grown since it was measured).
+fn read_capped(path: &Path, cap: u64) -> Option<Vec<u8>> {
+    let mut bytes = Vec::new();
+    fs::File::open(path).ok()?.take(cap).read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
+fn shorten(line: &[u8]) -> String {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let text = String::from_utf8_lossy(line);
+    if text.chars().count() <= MAX_LINE_CHARS {
+        return text.into_owned();
+    }
+    let mut cut: String = text.chars().take(MAX_LINE_CHARS).collect();
+    cut.push('…');
+    cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_lines_are_cut_at_the_limit() {
+        let exact = "a".repeat(MAX_LINE_CHARS);
+        assert_eq!(shorten(exact.as_bytes()), exact);
+        let long = "a".repeat(MAX_LINE_CHARS + 1);
+        assert_eq!(shorten(long.as_bytes()).chars().count(), MAX_LINE_CHARS + 1);
+        assert!(shorten(long.as_bytes()).ends_with('…'));
+        assert_eq!(shorten(b"x\r"), "x");
+    }
+}

@@ -1,0 +1,102 @@
+//! `herdr_fs_image`: an image file as an MCP image block, so a model can look at it.
+
+use base64::Engine;
+use serde_json::{Map, Value, json};
+
+use super::common::{object_schema, path_refusal, path_schema, req_str, u64_arg};
+use super::{Access, Handler, ImageBlock, ToolContext, ToolOutput, ToolSpec};
+
+pub const DEFAULT_MAX_BYTES: u64 = 2_097_152;
+pub const MAX_BYTES_LIMIT: u64 = 8_000_000;
+
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: "herdr_fs_image",
+        description: concat!(
+            "Show an image file from a managed project (a screenshot, diagram, icon…) as an image you can see. ",
+            "Only .png, .jpg/.jpeg, .gif and .webp files are accepted, recognised by their extension. Files ",
+            "larger than max_bytes (default 2 MiB, at most 8,000,000 bytes) are refused with their size, so you ",
+            "can decide whether to raise the limit.",
+            crate::path_rules!()
+        ),
+        input_schema: schema,
+        access: Access::Read,
+        read_only_hint: false,
+        handler: Handler::Blocking(run),
+    }
+}
+
+fn schema() -> Value {
+    object_schema(
+        json!({
+            "path": path_schema("Image file to show."),
+            "max_bytes": {"type": "integer", "minimum": 1, "maximum": MAX_BYTES_LIMIT, "default": DEFAULT_MAX_BYTES},
+        }),
+        &["path"],
+    )
+}
+
+/// The MIME type for a supported extension (case-insensitive).
+pub fn mime_for(path: &std::path::Path) -> Option<&'static str> {
+    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+    match ext.as_str() {
+        "png" => Some("image/png"),
+        "jpg" | "jpeg" => Some("image/jpeg"),
+        "gif" => Some("image/gif"),
+        "webp" => Some("image/webp"),
+        _ => None,
+    }
+}
+
+fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
+    let max_bytes = u64_arg(args, "max_bytes", DEFAULT_MAX_BYTES);
+    let resolved = match ctx.policy.resolve_existing(req_str(args, "path")) {
+        Ok(r) => r,
+        Err(r) => return r.into(),
+    };
+    let path = &resolved.real;
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) => return path_refusal("stat_failed", path, format!("cannot stat {}: {e}", path.display())),
+    };
+    if !meta.is_file() {
+        return path_refusal("not_a_file", path, format!("{} is not a regular file", path.display()));
+    }
+    let Some(mime) = mime_for(path) else {
+        return ToolOutput::refusal(
+            "unsupported_image",
+            format!("{} is not a supported image; use png, jpeg, gif or webp", path.display()),
+            json!({"path": path.display().to_string()}),
+        );
+    };
+    if meta.len() > max_bytes {
+        return ToolOutput::refusal(
+            "image_too_large",
+            format!("{} has {} bytes, more than max_bytes ({max_bytes})", path.display(), meta.len()),
+            json!({"path": path.display().to_string(), "bytes": meta.len(), "max_bytes": max_bytes}),
+        );
+    }
+    let bytes = match std::fs::read(path) {
+        Ok(b) if b.len() as u64 <= max_bytes => b,
+        Ok(b) => {
+            return ToolOutput::refusal(
+                "image_too_large",
+                format!("{} grew to {} bytes while being read", path.display(), b.len()),
+                json!({"path": path.display().to_string(), "bytes": b.len(), "max_bytes": max_bytes}),
+            );
+        }
+        Err(e) => return path_refusal("read_failed", path, format!("cannot read {}: {e}", path.display())),
+    };
+    let mut out = ToolOutput::payload(json!({
+        "ok": true,
+        "path": path.display().to_string(),
+        "root": resolved.root.display().to_string(),
+        "mime_type": mime,
+        "bytes": bytes.len(),
+    }));
+    out.image = Some(ImageBlock {
+        data_base64: base64::engine::general_purpose::STANDARD.encode(&bytes),
+        mime_type: mime.to_string(),
+    });
+    out
+}

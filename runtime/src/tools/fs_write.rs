@@ -1,0 +1,76 @@
+//! `herdr_fs_write`: create a file, or replace one when asked to.
+
+use serde_json::{Map, Value, json};
+
+use super::common::{bool_arg, object_schema, path_schema, req_str};
+use super::mutation::check_dirty;
+use super::{Access, Handler, ToolContext, ToolOutput, ToolSpec};
+use crate::policy::atomic::{Change, commit};
+
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: "herdr_fs_write",
+        description: concat!(
+            "Write a whole file with the given content. Creates the file when it does not exist (its directory ",
+            "must exist already); replacing an existing file needs overwrite:true, and replacing one with ",
+            "uncommitted changes or an untracked file also needs confirm_dirty:true. Writes are atomic and keep ",
+            "the old file's permissions. Prefer herdr_fs_edit or herdr_fs_patch for small changes to existing ",
+            "files. Refused in read-only mode and outside the write roots. confirm_busy is accepted for ",
+            "compatibility; without Herdr no agent can be busy.",
+            crate::path_rules!()
+        ),
+        input_schema: schema,
+        access: Access::Write,
+        read_only_hint: false,
+        handler: Handler::Blocking(run),
+    }
+}
+
+fn schema() -> Value {
+    object_schema(
+        json!({
+            "path": path_schema("File to create or replace."),
+            "content": {"type": "string", "description": "The complete new content."},
+            "overwrite": {"type": "boolean", "default": false},
+            "confirm_dirty": {"type": "boolean", "default": false},
+            "confirm_busy": {"type": "boolean", "default": false},
+        }),
+        &["path", "content"],
+    )
+}
+
+fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
+    let target = match ctx.policy.resolve_target(req_str(args, "path")) {
+        Ok(t) => t,
+        Err(r) => return r.into(),
+    };
+    let (path, root) = (&target.path, &target.root);
+    if let Err(r) = ctx.policy.check_mutation(root) {
+        return r.into();
+    }
+    if target.exists && !bool_arg(args, "overwrite", false) {
+        return ToolOutput::refusal(
+            "overwrite_confirmation_required",
+            format!("{} already exists; repeat with overwrite:true to replace it", path.display()),
+            json!({"path": path.display().to_string()}),
+        );
+    }
+    if target.exists
+        && let Err(out) = check_dirty(root, std::slice::from_ref(path), bool_arg(args, "confirm_dirty", false))
+    {
+        return out;
+    }
+    let content = req_str(args, "content").as_bytes().to_vec();
+    let bytes = content.len();
+    if let Err(e) = commit(&[Change::Write { path: path.clone(), bytes: content }]) {
+        return ToolOutput::refusal("write_failed", e.message, json!({"path": path.display().to_string()}));
+    }
+    ToolOutput::payload(json!({
+        "ok": true,
+        "path": path.display().to_string(),
+        "root": root.display().to_string(),
+        "created": !target.exists,
+        "overwritten": target.exists,
+        "bytes": bytes,
+    }))
+}

@@ -1,0 +1,123 @@
+//! `herdr_fs_edit` and `herdr_fs_write` through the registry: success, dirty files,
+//! and the read-only and write-root gates.
+
+mod tools_support;
+
+use serde_json::json;
+use tools_support::*;
+
+#[test]
+fn edit_replaces_a_unique_string_atomically() {
+    use std::os::unix::fs::PermissionsExt;
+    let repo = Repo::with_files(&[("a.sh", "echo one\necho two\n")]);
+    std::fs::set_permissions(repo.path("a.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    repo.commit_all();
+    let r = call(&repo.ctx(), "herdr_fs_edit", json!({"path": repo.p("a.sh"), "old_string": "two", "new_string": "$1 three"}));
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!((r["replaced"].clone(), r["bytes_before"].clone(), r["bytes_after"].clone()), (json!(1), json!(18), json!(23)));
+    assert_eq!(repo.read("a.sh"), b"echo one\necho $1 three\n");
+    assert_eq!(std::fs::metadata(repo.path("a.sh")).unwrap().permissions().mode() & 0o777, 0o755);
+    let leftovers: Vec<_> = std::fs::read_dir(&repo.root).unwrap().filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().contains("herdr-mcp")).collect();
+    assert!(leftovers.is_empty());
+}
+
+#[test]
+fn edit_errors() {
+    let repo = Repo::with_files(&[("a.txt", "x x\n"), ("d/f", "")]);
+    let ctx = repo.ctx();
+    assert_reason(&call(&ctx, "herdr_fs_edit", json!({"path": repo.p("a.txt"), "old_string": "y", "new_string": "z"})), "old_string_not_found");
+    let r = call(&ctx, "herdr_fs_edit", json!({"path": repo.p("a.txt"), "old_string": "x", "new_string": "z"}));
+    assert_reason(&r, "old_string_not_unique");
+    assert_eq!(r["occurrences"], 2);
+    assert_code(&call(&ctx, "herdr_fs_edit", json!({"path": repo.p("a.txt"), "old_string": "", "new_string": "z"})), "invalid_params");
+    assert_reason(&call(&ctx, "herdr_fs_edit", json!({"path": repo.p("d"), "old_string": "a", "new_string": "z"})), "not_a_file");
+    assert_reason(&call(&ctx, "herdr_fs_edit", json!({"path": repo.p("nope"), "old_string": "a", "new_string": "z"})), "not_found");
+    assert_eq!(repo.read("a.txt"), b"x x\n");
+}
+
+#[test]
+fn edit_of_a_dirty_or_untracked_file_needs_confirmation() {
+    let repo = Repo::with_files(&[("a.txt", "one\n")]);
+    let ctx = repo.ctx();
+    repo.write("a.txt", "one two\n");
+    let r = call(&ctx, "herdr_fs_edit", json!({"path": repo.p("a.txt"), "old_string": "two", "new_string": "2"}));
+    assert_reason(&r, "file_dirty_confirmation_required");
+    assert_eq!(r["dirty_files"], json!(["a.txt"]));
+    assert_eq!(repo.read("a.txt"), b"one two\n");
+    let r = call(&ctx, "herdr_fs_edit", json!({"path": repo.p("a.txt"), "old_string": "two", "new_string": "2", "confirm_dirty": true, "confirm_busy": true}));
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(repo.read("a.txt"), b"one 2\n");
+    repo.write("new.txt", "n\n");
+    let r = call(&ctx, "herdr_fs_edit", json!({"path": repo.p("new.txt"), "old_string": "n", "new_string": "m"}));
+    assert_reason(&r, "file_dirty_confirmation_required");
+}
+
+#[test]
+fn write_creates_and_overwrites_only_when_asked() {
+    let repo = Repo::with_files(&[("a.txt", "old\n")]);
+    let ctx = repo.ctx();
+    let r = call(&ctx, "herdr_fs_write", json!({"path": repo.p("sub/../b.txt"), "content": "héllo\n"}));
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!((r["created"].clone(), r["overwritten"].clone(), r["bytes"].clone()), (json!(true), json!(false), json!(7)));
+    assert_eq!(repo.read("b.txt"), "héllo\n".as_bytes());
+    assert_reason(&call(&ctx, "herdr_fs_write", json!({"path": repo.p("a.txt"), "content": "new\n"})), "overwrite_confirmation_required");
+    let r = call(&ctx, "herdr_fs_write", json!({"path": repo.p("a.txt"), "content": "new\n", "overwrite": true}));
+    assert_eq!((r["created"].clone(), r["overwritten"].clone()), (json!(false), json!(true)), "{r}");
+    assert_eq!(repo.read("a.txt"), b"new\n");
+    // b.txt is untracked now: replacing it needs confirm_dirty too.
+    let r = call(&ctx, "herdr_fs_write", json!({"path": repo.p("b.txt"), "content": "x", "overwrite": true}));
+    assert_reason(&r, "file_dirty_confirmation_required");
+    let r = call(&ctx, "herdr_fs_write", json!({"path": repo.p("b.txt"), "content": "x", "overwrite": true, "confirm_dirty": true}));
+    assert_eq!(r["ok"], true, "{r}");
+}
+
+#[test]
+fn write_target_errors() {
+    let repo = Repo::with_files(&[("a.txt", "old\n"), ("d/x", "")]);
+    let ctx = repo.ctx();
+    assert_reason(&call(&ctx, "herdr_fs_write", json!({"path": repo.p("missing/b.txt"), "content": ""})), "parent_not_found");
+    assert_reason(&call(&ctx, "herdr_fs_write", json!({"path": repo.p("a.txt/b.txt"), "content": ""})), "parent_not_directory");
+    assert_reason(&call(&ctx, "herdr_fs_write", json!({"path": repo.p("d"), "content": "", "overwrite": true})), "invalid_target");
+    assert_reason(&call(&ctx, "herdr_fs_write", json!({"path": repo.p(""), "content": ""})), "invalid_target");
+    std::os::unix::fs::symlink(repo.path("gone"), repo.path("dangling")).unwrap();
+    assert_reason(&call(&ctx, "herdr_fs_write", json!({"path": repo.p("dangling"), "content": ""})), "target_unresolvable");
+    std::os::unix::fs::symlink("/tmp", repo.path("tmp_link")).unwrap();
+    assert_reason(&call(&ctx, "herdr_fs_write", json!({"path": repo.p("tmp_link/evil"), "content": ""})), "symlink_escape");
+    assert_reason(&call(&ctx, "herdr_fs_write", json!({"path": repo.p("prod.pem"), "content": ""})), "secret_path_denied");
+    assert!(!std::path::Path::new("/tmp/evil").exists());
+}
+
+#[test]
+fn readonly_mode_blocks_edit_and_write() {
+    let repo = Repo::with_files(&[("a.txt", "one\n")]);
+    let ctx = ctx(repo.policy().with_readonly(true));
+    let r = call(&ctx, "herdr_fs_edit", json!({"path": repo.p("a.txt"), "old_string": "one", "new_string": "1"}));
+    assert_reason(&r, "readonly_mode");
+    assert_reason(&call(&ctx, "herdr_fs_write", json!({"path": repo.p("b.txt"), "content": "x"})), "readonly_mode");
+    assert_eq!(repo.read("a.txt"), b"one\n");
+    assert!(!repo.path("b.txt").exists());
+    // Reads still work.
+    assert_eq!(call(&ctx, "herdr_fs_read", json!({"path": repo.p("a.txt")}))["ok"], true);
+}
+
+#[test]
+fn write_roots_limit_where_edit_and_write_may_change_files() {
+    let repo = Repo::with_files(&[("a.txt", "one\n"), ("open/b.txt", "b\n")]);
+    let ctx = ctx(repo.policy().with_write_roots(Some(vec![repo.path("open")])));
+    let r = call(&ctx, "herdr_fs_edit", json!({"path": repo.p("a.txt"), "old_string": "one", "new_string": "1"}));
+    assert_reason(&r, "root_not_whitelisted");
+    assert_eq!(r["write_roots"], json!([repo.p("open")]));
+    assert_reason(&call(&ctx, "herdr_fs_write", json!({"path": repo.p("c.txt"), "content": "x"})), "root_not_whitelisted");
+    let other = Repo::with_files(&[("a.txt", "one\n")]);
+    let ctx = ctx_for(&repo, &other);
+    let r = call(&ctx, "herdr_fs_write", json!({"path": other.p("new.txt"), "content": "x"}));
+    assert_eq!(r["ok"], true, "{r}");
+    assert_reason(&call(&ctx, "herdr_fs_write", json!({"path": repo.p("new.txt"), "content": "x"})), "root_not_whitelisted");
+}
+
+/// Two managed roots, only `writable` whitelisted.
+fn ctx_for(locked: &Repo, writable: &Repo) -> std::sync::Arc<herdr_mcp::tools::ToolContext> {
+    let policy = herdr_mcp::policy::Policy::for_tests(vec![locked.root.clone(), writable.root.clone()])
+        .with_write_roots(Some(vec![writable.root.clone()]));
+    ctx(policy)
+}

@@ -1,0 +1,75 @@
+//! `herdr_git` through the registry, on real repositories.
+
+mod tools_support;
+
+use serde_json::json;
+use tools_support::*;
+
+#[test]
+fn status_diff_and_log() {
+    let repo = Repo::with_files(&[("a.txt", "one\n")]);
+    repo.write("a.txt", "two\n");
+    repo.write("new.txt", "n\n");
+    let ctx = repo.ctx();
+    let r = call(&ctx, "herdr_git", json!({"root": repo.p("a.txt"), "action": "status"}));
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(r["root"], repo.root.display().to_string());
+    let out = r["output"].as_str().unwrap();
+    assert!(out.starts_with("## main"), "{out}");
+    assert!(out.contains(" M a.txt") && out.contains("?? new.txt"), "{out}");
+    let r = call(&ctx, "herdr_git", json!({"root": repo.p(""), "action": "diff"}));
+    assert!(r["output"].as_str().unwrap().contains("-one\n+two"), "{r}");
+    let r = call(&ctx, "herdr_git", json!({"root": repo.p(""), "action": "diff", "staged": true}));
+    assert_eq!(r["output"], "");
+    git(&repo.root, &["add", "a.txt"]);
+    let r = call(&ctx, "herdr_git", json!({"root": repo.p(""), "action": "diff", "staged": true, "path": "a.txt"}));
+    assert!(r["output"].as_str().unwrap().contains("+two"), "{r}");
+    repo.commit_all();
+    let r = call(&ctx, "herdr_git", json!({"root": repo.p(""), "action": "log", "max_count": 1}));
+    let log = r["output"].as_str().unwrap();
+    assert_eq!(log.lines().count(), 1, "{log}");
+    assert!(log.contains("more"), "{log}");
+}
+
+#[test]
+fn diff_never_shows_secret_files() {
+    let repo = Repo::with_files(&[(".env", "A=1\n"), ("conf/db_credentials.yml", "p: 1\n"), ("ok.txt", "1\n")]);
+    repo.write(".env", "A=2\n");
+    repo.write("conf/db_credentials.yml", "p: 2\n");
+    repo.write("ok.txt", "2\n");
+    let r = call(&repo.ctx(), "herdr_git", json!({"root": repo.p(""), "action": "diff"}));
+    let out = r["output"].as_str().unwrap();
+    assert!(out.contains("ok.txt"), "{out}");
+    assert!(!out.contains(".env") && !out.contains("credentials"), "{out}");
+}
+
+#[test]
+fn output_cap_and_argument_errors() {
+    let repo = Repo::with_files(&[("a.txt", "one\n")]);
+    repo.write("a.txt", "two\n");
+    let ctx = repo.ctx();
+    let r = call(&ctx, "herdr_git", json!({"root": repo.p(""), "action": "diff", "max_bytes": 10}));
+    assert_eq!(r["truncated"], true);
+    assert_eq!(r["output"].as_str().unwrap().len(), 10);
+    assert_reason(&call(&ctx, "herdr_git", json!({"root": repo.p(""), "action": "diff", "path": ".env"})), "secret_path_denied");
+    assert_reason(&call(&ctx, "herdr_git", json!({"root": repo.p(""), "action": "diff", "path": "../x"})), "outside_managed_roots");
+    assert_reason(&call(&ctx, "herdr_git", json!({"root": "/etc", "action": "status"})), "outside_managed_roots");
+    assert_code(&call(&ctx, "herdr_git", json!({"root": repo.p(""), "action": "push"})), "invalid_params");
+    assert_code(&call(&ctx, "herdr_git", json!({"root": repo.p(""), "action": "log", "path": "a.txt"})), "invalid_params");
+    assert_code(&call(&ctx, "herdr_git", json!({"root": repo.p(""), "action": "log", "max_count": 101})), "invalid_params");
+    assert_code(&call(&ctx, "herdr_git", json!({"root": repo.p(""), "action": "log", "max_bytes": 512001})), "invalid_params");
+}
+
+#[test]
+fn a_failing_git_is_ok_false_with_stderr() {
+    let repo = Repo::with_files(&[]);
+    // A fresh repo without commits has no log.
+    let empty = tempfile::tempdir().unwrap();
+    git(empty.path(), &["init", "-q"]);
+    let ctx = ctx(herdr_mcp::policy::Policy::for_tests(vec![empty.path().to_path_buf()]));
+    let r = call(&ctx, "herdr_git", json!({"root": empty.path().display().to_string(), "action": "log"}));
+    assert_eq!(r["ok"], false, "{r}");
+    assert_ne!(r["exit_code"], 0);
+    assert!(!r["stderr"].as_str().unwrap().is_empty());
+    drop(repo);
+}
