@@ -24,7 +24,7 @@ use bytes::{Bytes, BytesMut};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
 use hyper::body::Frame;
 use http_body_util::{BodyExt, Limited};
-use rmcp::model::ClientJsonRpcMessage;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -228,10 +228,36 @@ fn check_envelope(bytes: &Bytes) -> Result<Envelope, Response<Body>> {
     };
     // rmcp would refuse a message its model cannot represent with a bare 415; say
     // what is wrong instead.
-    if let Err(e) = serde_json::from_value::<ClientJsonRpcMessage>(Value::Object(obj)) {
-        return bad(INVALID_REQUEST, format!("Invalid Request: {e}"), id);
+    match serde_json::from_value::<ClientJsonRpcMessage>(Value::Object(obj)) {
+        Err(e) => return bad(INVALID_REQUEST, format!("Invalid Request: {e}"), id),
+        // A method we serve whose params do not fit lands in rmcp's catch-all and
+        // would come back as "method not found"; name the real problem.
+        Ok(ClientJsonRpcMessage::Request(request))
+            if matches!(request.request, ClientRequest::CustomRequest(_))
+                && method.as_deref().is_some_and(|m| SERVED_METHODS.contains(&m)) =>
+        {
+            let m = method.as_deref().unwrap_or_default();
+            return Err(jsonrpc::error_response(
+                StatusCode::OK,
+                jsonrpc::INVALID_PARAMS,
+                &format!("Invalid params for {m}: {}", params_hint(m)),
+                id,
+            ));
+        }
+        Ok(_) => {}
     }
     Ok(Envelope { method })
+}
+
+/// Methods with typed params in rmcp that this server answers.
+const SERVED_METHODS: &[&str] = &["initialize", "ping", "tools/list", "tools/call"];
+
+fn params_hint(method: &str) -> &'static str {
+    match method {
+        "tools/call" => "params.name must be a string and params.arguments an object",
+        "initialize" => "params needs protocolVersion, capabilities and clientInfo",
+        _ => "params do not match the method",
+    }
 }
 
 fn accepts_sse(headers: &HeaderMap) -> bool {

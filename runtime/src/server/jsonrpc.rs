@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 pub const PARSE_ERROR: i64 = -32700;
 pub const INVALID_REQUEST: i64 = -32600;
+pub const INVALID_PARAMS: i64 = -32602;
 pub const INTERNAL_ERROR: i64 = -32603;
 /// Server-defined: authentication and session failures.
 pub const UNAUTHORIZED: i64 = -32001;

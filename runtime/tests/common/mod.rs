@@ -220,6 +220,32 @@ impl Drop for Runtime {
     }
 }
 
+/// Runs `herdr-mcp serve` with `options` expecting it to exit on its own (startup
+/// failures); returns the exit status and stderr. Panics if it is still running
+/// after `deadline`.
+pub fn run_to_exit(options: &Options, deadline: Duration) -> (std::process::ExitStatus, String) {
+    let dir = short_tempdir();
+    let socket = options.socket.clone().unwrap_or_else(|| dir.path().join("s.sock"));
+    let mut cmd = spawn_command(options, &socket, None, dir.path());
+    cmd.stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn herdr-mcp");
+    let until = Instant::now() + deadline;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            let mut err = String::new();
+            use std::io::Read;
+            child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+            return (status, err);
+        }
+        if Instant::now() > until {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("herdr-mcp kept running although it should have refused to start");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 fn spawn_command(options: &Options, socket: &Path, tcp: Option<SocketAddr>, dir: &Path) -> Command {
     let mut cmd = Command::new(BIN);
     cmd.arg("serve").arg("--socket").arg(socket);

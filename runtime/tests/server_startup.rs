@@ -1,0 +1,182 @@
+//! Startup and shutdown of `herdr-mcp serve`: socket safety rules, refusals with
+//! one clear line, logging, and removal of the socket on SIGTERM.
+
+mod common;
+
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::time::Duration;
+
+use common::{Options, Runtime, git_repo, run_to_exit, short_tempdir};
+
+const EXIT_DEADLINE: Duration = Duration::from_secs(20);
+
+fn refusal(options: &Options) -> String {
+    let (status, stderr) = run_to_exit(options, EXIT_DEADLINE);
+    assert!(!status.success(), "expected a refusal, got {status}; stderr: {stderr}");
+    let line = stderr.lines().rfind(|l| l.starts_with("herdr-mcp: error:")).unwrap_or_else(|| panic!("no error line in: {stderr}"));
+    line.to_string()
+}
+
+fn with_root(repo: &tempfile::TempDir) -> Options {
+    Options { roots: vec![repo.path().to_path_buf()], ..Options::default() }
+}
+
+#[tokio::test]
+async fn socket_is_0600_in_a_new_0700_directory() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let dir = short_tempdir();
+    let socket = dir.path().join("new").join("s.sock");
+    let rt = Runtime::start_with(Options { socket: Some(socket.clone()), ..with_root(&repo) }).await;
+    let meta = std::fs::symlink_metadata(&socket).unwrap();
+    assert!(meta.file_type().is_socket());
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    let parent = std::fs::metadata(socket.parent().unwrap()).unwrap();
+    assert_eq!(parent.permissions().mode() & 0o777, 0o700);
+    drop(rt);
+}
+
+#[tokio::test]
+async fn default_socket_lives_under_xdg_config_home() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let dir = short_tempdir();
+    // No --socket: the harness passes one, so run the binary by hand here.
+    let mut child = std::process::Command::new(common::BIN)
+        .args(["serve", "--root"])
+        .arg(repo.path())
+        .env_remove("HERDR_EXTENSION_IPC_SOCKET")
+        .env("XDG_CONFIG_HOME", dir.path())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let socket = dir.path().join("herdr-mcp").join("extension.sock");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut answered = false;
+    while std::time::Instant::now() < deadline {
+        if let Ok(r) = common::raw_unix(&socket, "GET", "/health", &[], None).await
+            && r.status == 200
+        {
+            answered = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert!(answered, "no answer on the default socket");
+    assert!(status.success());
+    assert!(!socket.exists());
+}
+
+#[tokio::test]
+async fn sigterm_stops_cleanly_and_removes_the_socket() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let mut rt = Runtime::start(&[repo.path()], &[]).await;
+    // An open session with its server stream must not hold shutdown up.
+    let client = rt.client().await;
+    let status = rt.terminate();
+    assert!(status.success(), "{status}; stderr: {}", rt.stderr());
+    assert!(!rt.socket.exists(), "socket left behind");
+    drop(client);
+}
+
+#[tokio::test]
+async fn symlink_at_socket_path_is_refused_and_left_alone() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let dir = short_tempdir();
+    let target = dir.path().join("target.txt");
+    std::fs::write(&target, "keep").unwrap();
+    let socket = dir.path().join("s.sock");
+    std::os::unix::fs::symlink(&target, &socket).unwrap();
+    let line = refusal(&Options { socket: Some(socket.clone()), ..with_root(&repo) });
+    assert!(line.contains("symlink"), "{line}");
+    assert!(std::fs::symlink_metadata(&socket).unwrap().file_type().is_symlink());
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+}
+
+#[tokio::test]
+async fn regular_file_at_socket_path_is_refused_and_left_alone() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let dir = short_tempdir();
+    let socket = dir.path().join("s.sock");
+    std::fs::write(&socket, "precious").unwrap();
+    let line = refusal(&Options { socket: Some(socket.clone()), ..with_root(&repo) });
+    assert!(line.contains("not a socket"), "{line}");
+    assert_eq!(std::fs::read_to_string(&socket).unwrap(), "precious");
+}
+
+#[tokio::test]
+async fn live_socket_is_refused() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let first = Runtime::start(&[repo.path()], &[]).await;
+    let line = refusal(&Options { socket: Some(first.socket.clone()), ..with_root(&repo) });
+    assert!(line.contains("already accepting connections"), "{line}");
+    // The first server is unharmed.
+    assert_eq!(first.raw("GET", "/health", &[], None).await.status, 200);
+}
+
+#[tokio::test]
+async fn stale_socket_is_replaced() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let dir = short_tempdir();
+    let socket = dir.path().join("s.sock");
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+    assert!(std::fs::symlink_metadata(&socket).unwrap().file_type().is_socket());
+    let rt = Runtime::start_with(Options { socket: Some(socket.clone()), ..with_root(&repo) }).await;
+    assert_eq!(rt.raw("GET", "/health", &[], None).await.status, 200);
+}
+
+#[tokio::test]
+async fn tcp_without_token_refuses_to_start() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let addr = common::free_loopback_addr().to_string();
+    let line = refusal(&Options { extra_args: vec!["--listen".into(), addr], ..with_root(&repo) });
+    assert!(line.contains("HERDR_MCP_TOKEN"), "{line}");
+}
+
+#[tokio::test]
+async fn non_loopback_listen_refuses_to_start() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let options = Options {
+        extra_args: vec!["--listen".into(), "0.0.0.0:8772".into()],
+        env: vec![("HERDR_MCP_TOKEN".into(), "t".into())],
+        ..with_root(&repo)
+    };
+    assert!(refusal(&options).contains("loopback"));
+}
+
+#[tokio::test]
+async fn bad_root_refuses_to_start() {
+    let dir = short_tempdir();
+    let line = refusal(&Options {
+        roots: vec![dir.path().join("missing")],
+        cwd: Some(dir.path().to_path_buf()),
+        ..Options::default()
+    });
+    assert!(line.len() < 400, "one short line: {line}");
+}
+
+#[tokio::test]
+async fn log_file_receives_the_logs() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let dir = short_tempdir();
+    let log = dir.path().join("runtime.log");
+    let mut rt = Runtime::start_with(Options {
+        extra_args: vec!["--log-file".into(), log.to_str().unwrap().into()],
+        ..with_root(&repo)
+    })
+    .await;
+    rt.terminate();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("herdr-mcp serving"), "{text}");
+    assert!(text.contains("herdr-mcp stopped"), "{text}");
+}
+
+#[test]
+fn serve_help_explains_defaults_and_environment() {
+    let out = std::process::Command::new(common::BIN).args(["serve", "--help"]).output().unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8(out.stdout).unwrap();
+    for needle in ["--socket", "--listen", "--root", "--log-file", "extension.sock", "HERDR_MCP_TOKEN", "HERDR_EXTENSION_IPC_SOCKET", "HERDR_MCP_ROOTS", "0600", "SIGTERM"] {
+        assert!(help.contains(needle), "help lacks {needle}:\n{help}");
+    }
+}
