@@ -8,7 +8,7 @@ import { join } from 'node:path';
 
 export const CHROMIUM = process.env.HERDR_E2E_CHROMIUM || '/usr/bin/chromium';
 
-export async function launch({ extensionDir = null, userDataDir = mkdtempSync(join(tmpdir(), 'herdr-e2e-profile-')) } = {}) {
+export async function launch({ extensionDir = null, userDataDir = mkdtempSync(join(tmpdir(), 'herdr-e2e-profile-')), env = undefined } = {}) {
   const args = [
     '--no-sandbox',
     '--disable-gpu',
@@ -26,6 +26,7 @@ export async function launch({ extensionDir = null, userDataDir = mkdtempSync(jo
     headless: true,
     args,
     viewport: { width: 1100, height: 800 },
+    ...(env ? { env } : {}),
   });
   return { context, userDataDir };
 }

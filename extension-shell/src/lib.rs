@@ -1,1 +1,14 @@
-//! extension-shell.
+//! extension-shell: binds ext-core to `chrome.*` for the unpacked MV3 extension.
+//!
+//! Pure pieces (site table, sender checks, MCP framing, fold labels, binding migration) are
+//! plain Rust tested natively; the `wasm` half (native port, conversations, storage) only runs
+//! inside the service worker, behind the thin `sw.js` bootstrap.
+
+pub mod bindings;
+pub mod fold_labels;
+pub mod mcp;
+pub mod sender;
+pub mod sites;
+
+#[cfg(target_arch = "wasm32")]
+mod wasm;

@@ -1,1 +1,30 @@
-// Service worker bootstrap (filled by the extension issue).
+// Service worker bootstrap. Every listener is registered synchronously here, at top level, so
+// Chrome can wake the worker for any event; each one waits for the WASM module and then hands
+// the event to Rust (extension_shell.js, wasm-bindgen --target web). No decisions are made here.
+
+import init, * as shell from './wasm/extension_shell.js';
+
+const ready = init()
+  .then(() => shell.start())
+  .catch((error) => {
+    console.error('herdr: the service worker failed to start', error);
+    throw error;
+  });
+
+chrome.runtime.onMessage.addListener((message, sender, sendResponse) => {
+  ready
+    .then(() => shell.handle_message(message, sender))
+    .then(sendResponse, (error) => sendResponse({ ok: false, error: 'service-worker-failed', detail: String(error) }));
+  return true; // the answer comes asynchronously
+});
+
+chrome.storage.onChanged.addListener((changes, area) => {
+  if (area === 'local') ready.then(() => shell.on_storage_changed(changes));
+});
+
+// Waking on install/startup is enough: start() (run by `ready`) restores everything.
+chrome.runtime.onInstalled.addListener(() => ready);
+chrome.runtime.onStartup.addListener(() => ready);
+
+// For the status page's diagnostics and the on-demand figures script (e2e/bench).
+globalThis.herdr = { ready, shell };

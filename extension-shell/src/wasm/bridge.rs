@@ -1,0 +1,481 @@
+//! Conversations: one `ext_core::engine::Engine` per chat, fed from page reports and driving
+//! the page, the native port and storage through the commands it returns.
+//!
+//! A conversation lives under a stable numeric handle so that work in flight keeps its target
+//! when the chat's URL moves from a site's new-chat root to its own address. A page load
+//! (new `pageId`) rebuilds the engine from the stored journal: anything that was in flight may
+//! have run and is reported, never re-sent; anything answered is replayed from the journal.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+
+use ext_core::engine::{CallReply, Command, Engine, EngineConfig, Event, ExecCall, Status, StopReason};
+use ext_core::journal::{CallJournal, Role, TranscriptEntry, has_pending_tool_reply};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use wasm_bindgen::prelude::*;
+
+use super::port::{self, PortFailure};
+use super::{io, store};
+use crate::bindings::{AUTOMATION_KEY, BINDINGS_KEY, migrate_zai_root};
+use crate::fold_labels::label_for;
+use crate::mcp;
+use crate::sender::VerifiedSender;
+use crate::sites::{BridgeSite, is_root_key};
+
+pub const JOURNAL_PREFIX: &str = "herdrJournal:";
+pub const CONFIG_KEY: &str = "herdrBridgeConfig";
+/// A reply whose text has not changed for this long (and looks finished) is done.
+pub const REPLY_STABLE_MS: u64 = 1_200;
+/// Calls kept in the diagnostics log (start/end times for the status page and the figures).
+pub const CALL_LOG_MAX: usize = 200;
+
+/// One message as the content script read it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct PageEntry {
+    pub id: String,
+    pub role: String,
+    pub text: String,
+    #[serde(default)]
+    pub busy: bool,
+    #[serde(default, rename = "rootText")]
+    pub root_text: String,
+    #[serde(default)]
+    pub folded: bool,
+}
+
+impl PageEntry {
+    fn role(&self) -> Role {
+        if self.role == "assistant" { Role::Assistant } else { Role::User }
+    }
+}
+
+struct Conv {
+    key: String,
+    site: BridgeSite,
+    /// The key the engine was created under; call fingerprints use it, so it never changes.
+    identity: String,
+    engine: Engine,
+    tab: (i32, i32),
+    page_id: String,
+    /// Last assistant reply seen: id, text, when the text last changed.
+    reply: Option<(String, String, u64)>,
+    /// Replies already acted on in this page load (finished, resumed or ignored).
+    handled: HashSet<String>,
+    status: String,
+    generation: u64,
+}
+
+#[derive(Default)]
+struct Convs {
+    next: u64,
+    by_id: HashMap<u64, Conv>,
+    by_key: HashMap<String, u64>,
+    /// tab id → (conversation key, page id) last reported by that tab.
+    tabs: HashMap<i32, (String, String)>,
+}
+
+thread_local! {
+    static CONVS: RefCell<Convs> = RefCell::new(Convs::default());
+    static CALL_LOG: RefCell<Vec<Value>> = const { RefCell::new(Vec::new()) };
+    static CATALOG: RefCell<Value> = const { RefCell::new(Value::Null) };
+}
+
+fn config() -> (EngineConfig, u64) {
+    let stored = store::get(CONFIG_KEY).unwrap_or(Value::Null);
+    let mut config = EngineConfig::default();
+    if let Some(ms) = stored.get("resultSendDelayMs").and_then(Value::as_u64) {
+        config.result_send_delay_ms = ms;
+    }
+    if let Some(ms) = stored.get("replyIdleTimeoutMs").and_then(Value::as_u64) {
+        config.reply_idle_timeout_ms = ms;
+    }
+    let stable = stored.get("replyStableMs").and_then(Value::as_u64).unwrap_or(REPLY_STABLE_MS);
+    (config, stable)
+}
+
+fn stored_journal(key: &str) -> Option<(String, CallJournal)> {
+    let record = store::get(&format!("{JOURNAL_PREFIX}{key}"))?;
+    let identity = record.get("identity")?.as_str()?.to_string();
+    let journal = serde_json::from_value(record.get("journal")?.clone()).ok()?;
+    Some((identity, journal))
+}
+
+/// Binds the reporting tab to its conversation; returns the conversation handle.
+fn attach(v: &VerifiedSender, page_id: &str, tab_url: &str) -> u64 {
+    let now = io::now();
+    let mut migrate_bindings = false;
+    let mut journal_moves: Option<(String, String)> = None;
+    let id = CONVS.with(|c| {
+        let mut c = c.borrow_mut();
+        let previous = c.tabs.get(&v.tab_id).cloned();
+        if let Some((prev_key, prev_page)) = previous.clone().filter(|(k, _)| *k != v.conv_key) {
+            let prev_id = c.by_key.get(&prev_key).copied();
+            let followed = is_root_key(&prev_key) && prev_page == page_id && !c.by_key.contains_key(&v.conv_key);
+            match prev_id {
+                // The new chat got its address: the running work follows it.
+                Some(pid) if followed => {
+                    c.by_key.remove(&prev_key);
+                    c.by_key.insert(v.conv_key.clone(), pid);
+                    if let Some(conv) = c.by_id.get_mut(&pid) {
+                        conv.key = v.conv_key.clone();
+                    }
+                    journal_moves = Some((prev_key.clone(), v.conv_key.clone()));
+                }
+                // The tab left that chat: its work must not drive this page.
+                Some(pid) => {
+                    if c.by_id.get(&pid).is_some_and(|conv| conv.tab.0 == v.tab_id) {
+                        c.by_id.remove(&pid);
+                        c.by_key.remove(&prev_key);
+                    }
+                }
+                None => {}
+            }
+        }
+        if v.site == BridgeSite::Zai && previous.as_ref().map(|(k, _)| k) != Some(&v.conv_key) {
+            migrate_bindings = true;
+        }
+        c.tabs.insert(v.tab_id, (v.conv_key.clone(), page_id.to_string()));
+        let (config, _) = config();
+        if let Some(&id) = c.by_key.get(&v.conv_key) {
+            let conv = c.by_id.get_mut(&id).expect("indexed conversation exists");
+            if conv.page_id != page_id {
+                let journal = conv.engine.journal().clone();
+                conv.engine = Engine::restore(&conv.identity, conv.site.core_site(), config, journal);
+                conv.handled.clear();
+                conv.reply = None;
+                conv.generation += 1;
+                conv.page_id = page_id.to_string();
+                conv.status = "idle".into();
+            }
+            conv.tab = (v.tab_id, v.frame_id);
+            return id;
+        }
+        let (identity, engine) = match stored_journal(&v.conv_key) {
+            Some((identity, journal)) => (identity.clone(), Engine::restore(&identity, v.site.core_site(), config, journal)),
+            None => (v.conv_key.clone(), Engine::new(&v.conv_key, v.site.core_site(), config)),
+        };
+        c.next += 1;
+        let id = c.next;
+        c.by_id.insert(
+            id,
+            Conv {
+                key: v.conv_key.clone(),
+                site: v.site,
+                identity,
+                engine,
+                tab: (v.tab_id, v.frame_id),
+                page_id: page_id.to_string(),
+                reply: None,
+                handled: HashSet::new(),
+                status: "idle".into(),
+                generation: 0,
+            },
+        );
+        c.by_key.insert(v.conv_key.clone(), id);
+        id
+    });
+    if let Some((from, to)) = journal_moves {
+        move_journal(&from, &to);
+    }
+    if migrate_bindings {
+        migrate_conversation_state(&v.conv_key, v.tab_id, tab_url, now);
+    }
+    id
+}
+
+fn move_journal(from: &str, to: &str) {
+    let Some(record) = store::get(&format!("{JOURNAL_PREFIX}{from}")) else { return };
+    let mut items = Map::new();
+    items.insert(format!("{JOURNAL_PREFIX}{to}"), record);
+    let write = store::set(items);
+    let remove = store::remove(&[format!("{JOURNAL_PREFIX}{from}")]);
+    let (from, to) = (from.to_string(), to.to_string());
+    wasm_bindgen_futures::spawn_local(async move {
+        if let Err(e) = write.await.and(remove.await) {
+            io::log("error", &format!("moving the journal {from} → {to}: {e}"));
+        }
+    });
+}
+
+fn migrate_conversation_state(target: &str, tab_id: i32, tab_url: &str, now: u64) {
+    let as_map = |v: Option<Value>| v.and_then(|v| v.as_object().cloned()).unwrap_or_default();
+    let bindings = as_map(store::get(BINDINGS_KEY));
+    let automation = as_map(store::get(AUTOMATION_KEY));
+    let Some(m) = migrate_zai_root(&bindings, &automation, target, Some(tab_id), tab_url, now) else { return };
+    io::log("info", &format!("moved {} binding(s) and the Auto setting from the z.ai root to {target}", m.moved_rows));
+    let mut items = Map::new();
+    items.insert(BINDINGS_KEY.into(), Value::Object(m.bindings));
+    items.insert(AUTOMATION_KEY.into(), Value::Object(m.automation));
+    let write = store::set(items);
+    wasm_bindgen_futures::spawn_local(async move {
+        if let Err(e) = write.await {
+            io::log("error", &format!("saving migrated bindings: {e}"));
+        }
+    });
+}
+
+/// A page report: track the reply, feed the engine, resume after a reload, decide folding.
+pub async fn report(v: VerifiedSender, page_id: String, tab_url: String, entries: Vec<PageEntry>) -> Value {
+    let id = attach(&v, &page_id, &tab_url);
+    let now = io::now();
+    let (_, stable_ms) = config();
+    let mut resume: Option<(Vec<TranscriptEntry>, String, u64)> = None;
+    let (commands, generation, watch) = CONVS.with(|c| {
+        let mut c = c.borrow_mut();
+        let conv = c.by_id.get_mut(&id).expect("attached conversation exists");
+        let mut commands = Vec::new();
+        let mut settled = true;
+        if let Some(last) = entries.last().filter(|e| e.role() == Role::Assistant) {
+            let changed_at = match &conv.reply {
+                Some((rid, text, at)) if *rid == last.id && *text == last.text => *at,
+                _ => now,
+            };
+            conv.reply = Some((last.id.clone(), last.text.clone(), changed_at));
+            let done = conv.site.reply_looks_done(&last.text, &last.root_text, last.busy) && now.saturating_sub(changed_at) >= stable_ms;
+            settled = done || conv.handled.contains(&last.id);
+            if !conv.handled.contains(&last.id) {
+                if conv.engine.is_running() {
+                    commands = conv.engine.handle(Event::ReplySnapshot { message_id: last.id.clone(), text: last.text.clone(), done, now_ms: now });
+                    if done {
+                        conv.handled.insert(last.id.clone());
+                    }
+                } else if done {
+                    conv.handled.insert(last.id.clone());
+                    let transcript: Vec<TranscriptEntry> = entries.iter().map(|e| TranscriptEntry { role: e.role(), text: e.text.clone() }).collect();
+                    if has_pending_tool_reply(&transcript) {
+                        resume = Some((transcript, last.id.clone(), conv.generation));
+                    }
+                }
+            }
+        }
+        (commands, conv.generation, conv.engine.is_running() || !settled)
+    });
+    apply(id, generation, commands);
+    if let Some((transcript, message_id, generation)) = resume {
+        wasm_bindgen_futures::spawn_local(async move {
+            match fetch_catalog().await {
+                Ok(catalog) => feed(id, generation, Event::Resume { transcript, message_id, catalog, now_ms: io::now() }),
+                Err(e) => io::log("warn", &format!("cannot resume after reload, catalog unavailable: {}", e.detail)),
+            }
+        });
+    }
+    let fold: Vec<Value> = entries
+        .iter()
+        .filter(|e| !e.folded)
+        .filter_map(|e| label_for(e.role(), &e.text).map(|label| json!({ "id": e.id, "label": label })))
+        .collect();
+    json!({ "ok": true, "fold": fold, "watch": watch })
+}
+
+/// The user pressed send: start a bridged task (or send unbridged when no catalog).
+pub async fn submit(v: VerifiedSender, page_id: String, tab_url: String, text: String, entries: Vec<PageEntry>) -> Value {
+    let id = attach(&v, &page_id, &tab_url);
+    let catalog = fetch_catalog().await;
+    let bridged = catalog.is_ok();
+    let error = catalog.as_ref().err().map(|e| e.code.clone());
+    let previous = entries.iter().rev().find(|e| e.role() == Role::Assistant).map(|e| e.id.clone());
+    let generation = CONVS.with(|c| {
+        let mut c = c.borrow_mut();
+        let conv = c.by_id.get_mut(&id)?;
+        if let Some(p) = &previous {
+            conv.handled.insert(p.clone());
+        }
+        Some(conv.generation)
+    });
+    let Some(generation) = generation else {
+        return json!({ "ok": false, "error": "conversation-unavailable" });
+    };
+    feed(id, generation, Event::Submit { text, catalog: catalog.ok(), previous_reply_id: previous, now_ms: io::now() });
+    json!({ "ok": true, "bridged": bridged, "error": error })
+}
+
+/// Feeds an event to a conversation's engine if it is still the same engine generation.
+fn feed(id: u64, generation: u64, event: Event) {
+    let commands = CONVS.with(|c| {
+        let mut c = c.borrow_mut();
+        match c.by_id.get_mut(&id) {
+            Some(conv) if conv.generation == generation => conv.engine.handle(event),
+            _ => Vec::new(),
+        }
+    });
+    apply(id, generation, commands);
+}
+
+/// Applies commands in order; a journal save completes before the calls it protects start.
+fn apply(id: u64, generation: u64, commands: Vec<Command>) {
+    if commands.is_empty() {
+        return;
+    }
+    wasm_bindgen_futures::spawn_local(async move {
+        for command in commands {
+            apply_one(id, generation, command).await;
+        }
+    });
+}
+
+fn conv_facts(id: u64) -> Option<(String, String, (i32, i32), u64)> {
+    CONVS.with(|c| c.borrow().by_id.get(&id).map(|conv| (conv.key.clone(), conv.identity.clone(), conv.tab, conv.generation)))
+}
+
+async fn apply_one(id: u64, generation: u64, command: Command) {
+    let Some((key, identity, (tab, frame), current)) = conv_facts(id) else { return };
+    if current != generation {
+        return;
+    }
+    match command {
+        Command::SendMessage { text, .. } => {
+            let answer = io::wait(io::tab_send(tab, frame, &io::to_js(&json!({ "type": "h2w_send", "text": text })))).await;
+            let answer = answer.map(|a| io::from_js(&a)).unwrap_or(Value::Null);
+            if answer.get("ok") != Some(&Value::Bool(true)) {
+                let detail = answer.get("detail").or(answer.get("error")).and_then(Value::as_str).unwrap_or("no answer from the page").to_string();
+                feed(id, generation, Event::SendFailed { detail, now_ms: io::now() });
+            }
+        }
+        Command::SaveJournal { journal } => {
+            let mut items = Map::new();
+            items.insert(format!("{JOURNAL_PREFIX}{key}"), json!({ "identity": identity, "journal": journal }));
+            if let Err(e) = store::set(items).await {
+                io::log("error", &format!("journal not saved for {key}: {e}"));
+            }
+        }
+        Command::ExecuteCalls { calls, .. } => {
+            for call in calls {
+                wasm_bindgen_futures::spawn_local(run_call(id, generation, key.clone(), call));
+            }
+        }
+        Command::Fold => notify(tab, frame, json!({ "type": "h2w_fold_now" })),
+        Command::Status { status, .. } => {
+            let text = describe(&status);
+            set_status(id, &text);
+            notify(tab, frame, json!({ "type": "h2w_indicator", "text": format!("Herdr: {text}") }));
+        }
+        Command::WakeAt { at_ms } => {
+            let delay = at_ms.saturating_sub(io::now()) as f64;
+            let tick = Closure::once_into_js(move || feed(id, generation, Event::Tick { now_ms: io::now() }));
+            io::set_timer(delay, tick.unchecked_ref());
+        }
+        Command::Stop { reason, message, .. } => {
+            let label = stop_label(reason);
+            set_status(id, &if message.is_empty() { label.to_string() } else { format!("{label}: {message}") });
+            let text = (reason != StopReason::Finished).then(|| format!("Herdr stopped: {}", if message.is_empty() { label } else { &message }));
+            notify(tab, frame, json!({ "type": "h2w_indicator", "text": text, "final": true }));
+        }
+    }
+}
+
+fn notify(tab: i32, frame: i32, message: Value) {
+    let promise = io::tab_send(tab, frame, &io::to_js(&message));
+    wasm_bindgen_futures::spawn_local(async move {
+        let _ = io::wait(promise).await;
+    });
+}
+
+fn set_status(id: u64, text: &str) {
+    CONVS.with(|c| {
+        if let Some(conv) = c.borrow_mut().by_id.get_mut(&id) {
+            conv.status = text.to_string();
+        }
+    });
+}
+
+fn describe(status: &Status) -> String {
+    match status {
+        Status::WaitingForReply { .. } => "waiting for reply".into(),
+        Status::RunningCalls { running, queued, .. } => format!("running {} tool{}", running + queued, if running + queued == 1 { "" } else { "s" }),
+        Status::SendingResults { .. } => "sending results".into(),
+        Status::Repairing { attempt } => format!("asking for valid tool JSON (attempt {attempt})"),
+        Status::Unbridged => "sent without tools (catalog unavailable)".into(),
+    }
+}
+
+fn stop_label(reason: StopReason) -> &'static str {
+    match reason {
+        StopReason::Finished => "idle",
+        StopReason::Superseded => "stopped: superseded",
+        StopReason::RepeatedInvalidToolJson => "stopped: repeated invalid tool JSON",
+        StopReason::ReplyTimeout => "stopped: reply timeout",
+        StopReason::SubmitFailed => "stopped: message could not be sent",
+    }
+}
+
+async fn run_call(id: u64, generation: u64, conv_key: String, call: ExecCall) {
+    let started = io::now_ms();
+    let reply = call_tool(&call.tool, call.args.clone()).await;
+    let ended = io::now_ms();
+    CALL_LOG.with(|l| {
+        let mut l = l.borrow_mut();
+        if l.len() >= CALL_LOG_MAX {
+            l.remove(0);
+        }
+        let outcome = match &reply {
+            CallReply::Ok { .. } => "ok".to_string(),
+            CallReply::Failed { error, .. } => error.clone(),
+            CallReply::Lost { .. } => "delivery_unknown".to_string(),
+        };
+        l.push(json!({ "conv": conv_key, "tool": call.tool, "startedAt": started, "endedAt": ended, "outcome": outcome }));
+    });
+    feed(id, generation, Event::CallResult { call_id: call.call_id, reply, now_ms: io::now() });
+}
+
+/// One `tools/call` through the port, mapped to how the engine must treat it.
+pub async fn call_tool(tool: &str, arguments: Value) -> CallReply {
+    let body = mcp::request_body(&format!("browser-json-{}", io::now()), "tools/call", json!({ "name": tool, "arguments": arguments }));
+    match port::http("POST", mcp::MCP_PATH, mcp::headers(), Some(body), mcp::CALL_TIMEOUT_MS).await {
+        Ok(answer) => match mcp::read_result(answer.status, &answer.body) {
+            Ok(result) => CallReply::Ok { result },
+            Err(e) => CallReply::Failed { error: e.code, detail: e.detail },
+        },
+        Err(PortFailure::Lost { detail }) => CallReply::Lost { detail },
+        // The host sent the request but its answer never came back complete: unknown outcome.
+        Err(PortFailure::Host { code, detail })
+            if matches!(code.as_str(), "native_request_timeout" | "native_response_failed" | "native_response_too_large") =>
+        {
+            CallReply::Lost { detail: format!("{code}: {detail}") }
+        }
+        Err(PortFailure::Host { code, detail }) | Err(PortFailure::NotSent { code, detail }) => CallReply::Failed { error: code, detail },
+    }
+}
+
+/// The live `tools/list`, fetched through the port each time a task starts.
+pub async fn fetch_catalog() -> Result<Vec<Value>, mcp::McpError> {
+    let body = mcp::request_body(&format!("browser-json-{}", io::now()), "tools/list", json!({}));
+    let failure = |code: String, detail: String| mcp::McpError { code, detail };
+    let answer = match port::http("POST", mcp::MCP_PATH, mcp::headers(), Some(body), mcp::LIST_TIMEOUT_MS).await {
+        Ok(a) => a,
+        Err(PortFailure::Lost { detail }) => return Err(failure("native-port-lost".into(), detail)),
+        Err(PortFailure::Host { code, detail }) | Err(PortFailure::NotSent { code, detail }) => return Err(failure(code, detail)),
+    };
+    let result = mcp::read_result(answer.status, &answer.body)?;
+    let tools = mcp::tools_of(&result)?;
+    let names: Vec<&str> = tools.iter().filter_map(|t| t.get("name").and_then(Value::as_str)).collect();
+    CATALOG.with(|c| *c.borrow_mut() = json!({ "count": tools.len(), "names": names, "meta": result.get("_meta"), "at": io::now() }));
+    Ok(tools)
+}
+
+pub fn last_catalog() -> Value {
+    CATALOG.with(|c| c.borrow().clone())
+}
+
+pub fn call_log() -> Value {
+    CALL_LOG.with(|l| Value::from(l.borrow().clone()))
+}
+
+/// Conversation states for the status page (and the tests' assertions).
+pub fn conversations() -> Value {
+    CONVS.with(|c| {
+        let c = c.borrow();
+        let mut list: Vec<Value> = c
+            .by_id
+            .values()
+            .map(|conv| {
+                json!({
+                    "key": conv.key, "site": conv.site.name(), "tab": conv.tab.0, "state": conv.status,
+                    "running": conv.engine.is_running(), "journalEntries": conv.engine.journal().entries().len(),
+                })
+            })
+            .collect();
+        list.sort_by(|a, b| a["key"].as_str().cmp(&b["key"].as_str()));
+        Value::from(list)
+    })
+}

@@ -1,0 +1,229 @@
+//! The service worker's entry points, called by `sw.js` from listeners it registered
+//! synchronously at top level. Every `chrome.runtime` message is routed here.
+
+mod bridge;
+mod io;
+mod port;
+mod store;
+
+use serde_json::{Value, json};
+use wasm_bindgen::prelude::*;
+
+use crate::sender::{SenderInfo, verify};
+use crate::sites::{ALL_SITES, BridgeSite};
+
+pub const SITES_KEY: &str = "herdrSites";
+
+fn site_enabled(site: BridgeSite) -> bool {
+    store::get(SITES_KEY).and_then(|s| s.get(site.slug()).and_then(Value::as_bool)).unwrap_or(false)
+}
+
+fn wanted_scripts() -> Value {
+    let list: Vec<Value> = ALL_SITES
+        .into_iter()
+        .filter(|s| site_enabled(*s))
+        .map(|s| json!({ "id": format!("herdr-bridge-{}", s.slug()), "matches": [s.match_pattern()] }))
+        .collect();
+    Value::from(list)
+}
+
+async fn sync_scripts() -> Result<(), String> {
+    io::wait(io::sync_site_scripts(&io::to_js(&wanted_scripts()))).await.map(|_| ()).map_err(|e| format!("{e:?}"))
+}
+
+/// Loads storage, registers the enabled sites' content scripts and opens the native port.
+#[wasm_bindgen]
+pub async fn start() -> Result<(), JsValue> {
+    store::load().await.map_err(|e| JsValue::from_str(&e))?;
+    if let Err(e) = sync_scripts().await {
+        io::log("error", &format!("registering content scripts failed: {e}"));
+    }
+    port::ensure_connected();
+    wasm_bindgen_futures::spawn_local(async {
+        let _ = bridge::fetch_catalog().await;
+    });
+    Ok(())
+}
+
+#[wasm_bindgen]
+pub fn on_storage_changed(changes: JsValue) {
+    let Value::Object(changes) = io::from_js(&changes) else { return };
+    for (key, change) in changes {
+        store::external_change(&key, change.get("newValue").cloned().filter(|v| !v.is_null()));
+    }
+}
+
+fn sender_info(sender: &Value) -> SenderInfo {
+    SenderInfo {
+        tab_id: sender.pointer("/tab/id").and_then(Value::as_i64).map(|v| v as i32),
+        tab_url: sender.pointer("/tab/url").and_then(Value::as_str).map(str::to_string),
+        frame_id: sender.get("frameId").and_then(Value::as_i64).unwrap_or(0) as i32,
+    }
+}
+
+/// True for this extension's own pages (options/popup), which may manage settings.
+fn from_extension_page(sender: &Value) -> bool {
+    let origin = io::extension_origin();
+    sender.get("url").and_then(Value::as_str).is_some_and(|u| u.starts_with(&origin))
+}
+
+fn refused(error: &str) -> Value {
+    json!({ "ok": false, "error": error })
+}
+
+fn entries_of(message: &Value) -> Vec<bridge::PageEntry> {
+    message.get("entries").cloned().and_then(|e| serde_json::from_value(e).ok()).unwrap_or_default()
+}
+
+/// Routes one `chrome.runtime.onMessage` message; the promise resolves to the reply.
+#[wasm_bindgen]
+pub async fn handle_message(message: JsValue, sender: JsValue) -> JsValue {
+    let message = io::from_js(&message);
+    let sender = io::from_js(&sender);
+    io::to_js(&route(message, sender).await)
+}
+
+async fn route(message: Value, sender: Value) -> Value {
+    let kind = message.get("type").and_then(Value::as_str).unwrap_or("").to_string();
+    let text = |k: &str| message.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    match kind.as_str() {
+        "h2w_hello" | "h2w_report" | "h2w_submit" | "h2w_catalog" | "h2w_call" => {
+            let info = sender_info(&sender);
+            let verified = match verify(&text("site"), &text("convKey"), &info, site_enabled) {
+                Ok(v) => v,
+                Err(code) => return refused(code),
+            };
+            let tab_url = info.tab_url.unwrap_or_default();
+            match kind.as_str() {
+                "h2w_hello" => json!({ "ok": true, "site": verified.site.name(), "selectors": verified.site.selectors() }),
+                "h2w_report" => bridge::report(verified, text("pageId"), tab_url, entries_of(&message)).await,
+                "h2w_submit" => bridge::submit(verified, text("pageId"), tab_url, text("text"), entries_of(&message)).await,
+                "h2w_catalog" => match bridge::fetch_catalog().await {
+                    Ok(tools) => json!({ "ok": true, "tools": tools }),
+                    Err(e) => json!({ "ok": false, "error": e.code, "detail": e.detail }),
+                },
+                _ => direct_call(&message).await,
+            }
+        }
+        "h2w_status" if from_extension_page(&sender) => status().await,
+        "h2w_set_site" if from_extension_page(&sender) => set_site(&text("site"), message.get("enabled") == Some(&Value::Bool(true))).await,
+        _ => refused("unsupported_message"),
+    }
+}
+
+/// `{tool, args}` from a verified page: only names in the live catalog run.
+async fn direct_call(message: &Value) -> Value {
+    let tool = message.get("tool").and_then(Value::as_str).unwrap_or("").trim().to_string();
+    let args = message.get("args").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
+    let catalog = match bridge::fetch_catalog().await {
+        Ok(c) => c,
+        Err(e) => return json!({ "ok": false, "error": e.code, "detail": e.detail }),
+    };
+    if !catalog.iter().any(|t| t.get("name").and_then(Value::as_str) == Some(tool.as_str())) {
+        return json!({ "ok": false, "error": "unknown-tool", "detail": format!("Unknown Herdr tool: {tool}") });
+    }
+    match bridge::call_tool(&tool, args).await {
+        ext_core::engine::CallReply::Ok { result } => json!({ "ok": true, "result": result }),
+        ext_core::engine::CallReply::Failed { error, detail } => json!({ "ok": false, "error": error, "detail": detail }),
+        ext_core::engine::CallReply::Lost { detail } => json!({ "ok": false, "error": "delivery_unknown", "detail": detail }),
+    }
+}
+
+async fn set_site(site: &str, enabled: bool) -> Value {
+    let Some(site) = BridgeSite::from_name(site) else { return refused("unknown-site") };
+    let mut sites = store::get(SITES_KEY).and_then(|v| v.as_object().cloned()).unwrap_or_default();
+    sites.insert(site.slug().into(), Value::Bool(enabled));
+    let mut items = serde_json::Map::new();
+    items.insert(SITES_KEY.into(), Value::Object(sites));
+    if let Err(e) = store::set(items).await {
+        return json!({ "ok": false, "error": "storage-failed", "detail": e });
+    }
+    match sync_scripts().await {
+        Ok(()) => json!({ "ok": true, "site": site.name(), "enabled": enabled }),
+        Err(e) => json!({ "ok": false, "error": "content-script-registration-failed", "detail": e }),
+    }
+}
+
+/// Every layer's state with a one-line fix for each failure (options page).
+async fn status() -> Value {
+    let identity = port::identity().await;
+    let port_status = port::status();
+    let (host, runtime_reachable) = match &identity {
+        Ok(frame) => (json!({ "ok": true, "detail": format!("herdr-nmhost {} answered", frame.get("version").and_then(Value::as_str).unwrap_or("?")) }),
+            frame.get("runtime_available").and_then(Value::as_bool).unwrap_or(false)),
+        Err(e) => {
+            let (code, detail) = match e {
+                port::PortFailure::NotSent { code, detail } | port::PortFailure::Host { code, detail } => (code.clone(), detail.clone()),
+                port::PortFailure::Lost { detail } => ("native-port-lost".to_string(), detail.clone()),
+            };
+            (json!({ "ok": false, "error": code, "detail": detail,
+                "fix": format!("Install the native host: herdr-nmhost install (extension id {})", io::extension_origin().trim_start_matches("chrome-extension://").trim_end_matches('/')) }), false)
+        }
+    };
+    let health = if identity.is_ok() {
+        match port::http("GET", "/health", json!({ "accept": "application/json" }), None, 5_000).await {
+            Ok(a) if a.status == 200 => serde_json::from_str::<Value>(&a.body).ok(),
+            _ => None,
+        }
+    } else {
+        None
+    };
+    let runtime = match &health {
+        Some(h) => json!({ "ok": true, "version": h.get("version"), "contract": h.get("contract"), "herdr": h.get("herdr") }),
+        None => json!({ "ok": false, "reachable": runtime_reachable,
+            "fix": "Start the runtime: herdr-mcp serve (in your project folder)" }),
+    };
+    let catalog = if health.is_some() { bridge::fetch_catalog().await.map(|t| t.len()).ok() } else { None };
+    let herdr_ok = health.as_ref().and_then(|h| h.pointer("/herdr/status")).and_then(Value::as_str).is_some_and(|s| s == "ok" || s == "available" || s == "connected");
+    let sites: serde_json::Map<String, Value> = ALL_SITES.into_iter().map(|s| (s.slug().to_string(), Value::Bool(site_enabled(s)))).collect();
+    json!({
+        "ok": true,
+        "nativeHost": host,
+        "port": port_status,
+        "runtime": runtime,
+        "tools": catalog,
+        "herdr": { "ok": herdr_ok, "detail": health.as_ref().and_then(|h| h.pointer("/herdr/message")).cloned(),
+            "fix": if herdr_ok { Value::Null } else { Value::from("Optional: start Herdr so workspace and agent tools work") } },
+        "sites": sites,
+        "conversations": bridge::conversations(),
+    })
+}
+
+/// Diagnostics for tests and the figures script: conversations, call log, port and catalog.
+#[wasm_bindgen]
+pub fn debug_state() -> JsValue {
+    io::to_js(&json!({
+        "conversations": bridge::conversations(),
+        "calls": bridge::call_log(),
+        "port": port::status(),
+        "catalog": bridge::last_catalog(),
+    }))
+}
+
+/// One `tools/call` through the persistent port (figures script); resolves to `{ok, ...}`.
+#[wasm_bindgen]
+pub async fn call_tool(tool: String, arguments: JsValue) -> JsValue {
+    let reply = bridge::call_tool(&tool, io::from_js(&arguments)).await;
+    io::to_js(&serde_json::to_value(reply).unwrap_or(Value::Null))
+}
+
+/// The same request as `call_tool`, through a one-shot `sendNativeMessage` (a new host process).
+#[wasm_bindgen]
+pub async fn call_tool_oneshot(tool: String, arguments: JsValue) -> JsValue {
+    let body = crate::mcp::request_body("oneshot", "tools/call", json!({ "name": tool, "arguments": io::from_js(&arguments) }));
+    let message = json!({ "type": "request", "oneshot": true, "id": "oneshot", "method": "POST", "path": crate::mcp::MCP_PATH,
+        "headers": crate::mcp::headers(), "body": body, "timeout_ms": crate::mcp::CALL_TIMEOUT_MS });
+    match io::wait(io::send_native_once(port::HOST_NAME, &io::to_js(&message))).await {
+        Ok(v) => v,
+        Err(e) => io::to_js(&json!({ "ok": false, "error": format!("{e:?}") })),
+    }
+}
+
+/// Catalog through the port, for measuring cold start to catalog ready.
+#[wasm_bindgen]
+pub async fn catalog_ready() -> JsValue {
+    match bridge::fetch_catalog().await {
+        Ok(tools) => io::to_js(&json!({ "ok": true, "count": tools.len() })),
+        Err(e) => io::to_js(&json!({ "ok": false, "error": e.code, "detail": e.detail })),
+    }
+}

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Builds the unpacked extension into dist/extension/ (load it with "Load unpacked").
+#   scripts/build-extension.sh [--dev]   (--dev: debug WASM, faster to build)
+# Needs the wasm32-unknown-unknown target and wasm-bindgen-cli at the Cargo.lock version;
+# wasm-opt (binaryen) is used when present. Fails if the WASM exceeds the size budget.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+
+BUDGET_BYTES=$((1536 * 1024)) # service-worker WASM, raw
+profile=release
+[ "${1:-}" = "--dev" ] && profile=dev
+target_dir="${CARGO_TARGET_DIR:-$root/target}"
+out="$root/dist/extension"
+
+want="$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/, ""); print; exit}' Cargo.lock)"
+have="$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" || true
+if [ "$have" != "$want" ]; then
+  echo "build-extension: wasm-bindgen $want is needed (found '${have:-none}'): cargo install wasm-bindgen-cli --version $want" >&2
+  exit 1
+fi
+
+cargo build -p extension-shell --target wasm32-unknown-unknown --profile "$profile"
+dir="$profile"; [ "$profile" = dev ] && dir=debug
+wasm="$target_dir/wasm32-unknown-unknown/$dir/extension_shell.wasm"
+
+rm -rf "$out"
+mkdir -p "$out"
+cp -R extension-shell/static/. "$out/"
+wasm-bindgen --target web --no-typescript --out-dir "$out/wasm" "$wasm"
+bg="$out/wasm/extension_shell_bg.wasm"
+if [ "$profile" = release ] && command -v wasm-opt >/dev/null; then
+  wasm-opt -Os --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext --enable-mutable-globals -o "$bg.opt" "$bg" && mv "$bg.opt" "$bg"
+fi
+
+raw=$(stat -c %s "$bg")
+gz=$(gzip -9 -c "$bg" | wc -c)
+printf 'build-extension: %s\n  service-worker WASM: %d bytes raw, %d bytes gzip (budget %d raw)\n' "$out" "$raw" "$gz" "$BUDGET_BYTES"
+if [ "$profile" = release ] && [ "$raw" -gt "$BUDGET_BYTES" ]; then
+  echo "build-extension: the WASM is over its size budget" >&2
+  exit 1
+fi
+echo "  extension id: $(grep -o '[a-p]\{32\}' extension-shell/EXTENSION_ID.md | head -1)"
