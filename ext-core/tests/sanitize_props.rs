@@ -10,7 +10,7 @@ fn text() -> impl Strategy<Value = String> {
         "\\PC{0,40}",
         "[\\x00-\\x1f\"\\\\é😀a]{0,60}",
         // Long strings: repeated chunks keep generation cheap while crossing every cap.
-        ("\\PC{1,8}", 1usize..3000).prop_map(|(s, n)| s.repeat(n)),
+        ("\\PC{1,8}", 1usize..800).prop_map(|(s, n)| s.repeat(n)),
         ("[A-Za-z0-9+/]{4}", 50usize..400).prop_map(|(s, n)| s.repeat(n)),
         "data:image/png;base64,[A-Za-z0-9+/]{200,600}",
     ]
@@ -24,12 +24,12 @@ fn json() -> impl Strategy<Value = Value> {
         any::<f64>().prop_filter_map("finite", Number::from_f64).prop_map(Value::Number),
         text().prop_map(Value::String),
     ];
-    leaf.prop_recursive(14, 2000, 60, |inner| {
+    leaf.prop_recursive(12, 800, 40, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..60).prop_map(Value::Array),
             prop::collection::vec((text(), inner.clone()), 0..40)
                 .prop_map(|kv| Value::Object(kv.into_iter().collect::<Map<_, _>>())),
-            (inner.clone(), 1usize..300).prop_map(|(v, n)| Value::Array(vec![v; n])),
+            (inner.clone(), 1usize..120).prop_map(|(v, n)| Value::Array(vec![v; n])),
         ]
     })
 }
