@@ -19,11 +19,14 @@ pub mod fs_edit;
 pub mod fs_grep;
 pub mod fs_image;
 pub mod fs_list;
+pub mod fs_patch;
 pub mod fs_read;
 pub mod fs_write;
 pub mod git;
 pub mod git_cli;
 pub mod mutation;
+pub mod patch_apply;
+pub mod patch_parse;
 
 /// Everything a tool handler may consult. Shared as `Arc<ToolContext>` by all calls.
 /// Build it with [`ToolContext::new`]; optional subsystems hang off `services`.
@@ -263,6 +266,7 @@ pub fn all_specs() -> Vec<ToolSpec> {
         fs_read::spec(),
         fs_list::spec(),
         fs_grep::spec(),
+        fs_patch::spec(),
         fs_image::spec(),
         git::spec(),
         fs_edit::spec(),
