@@ -1,0 +1,121 @@
+//! Settings of the Herdr integration: the socket, the CLI for the API schema, and
+//! every time budget (tests shrink them; production uses the defaults).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::socket_path::{self, SocketEnv, SocketPathError};
+use super::visibility::AgentVisibility;
+
+/// Time budgets of Herdr calls and of the event cache's loops.
+#[derive(Debug, Clone)]
+pub struct Timeouts {
+    /// Any method without a budget of its own.
+    pub default: Duration,
+    /// No call may wait longer than this, whatever a caller asks for.
+    pub max: Duration,
+    pub ping: Duration,
+    pub snapshot: Duration,
+    pub agent_get: Duration,
+    pub pane_split: Duration,
+    /// `herdr api schema --json`.
+    pub schema_cli: Duration,
+    /// The event cache renews its subscription this often (new panes get status subscriptions).
+    pub resubscribe: Duration,
+    /// ... and takes a fresh snapshot this often, in case an event was missed.
+    pub resnapshot: Duration,
+    /// First and largest delay between reconnect attempts.
+    pub backoff_initial: Duration,
+    pub backoff_max: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            default: Duration::from_secs(30),
+            max: Duration::from_secs(60),
+            ping: Duration::from_secs(5),
+            snapshot: Duration::from_secs(8),
+            agent_get: Duration::from_secs(5),
+            pane_split: Duration::from_secs(10),
+            schema_cli: Duration::from_secs(10),
+            resubscribe: Duration::from_secs(25),
+            resnapshot: Duration::from_secs(30),
+            backoff_initial: Duration::from_millis(250),
+            backoff_max: Duration::from_secs(5),
+        }
+    }
+}
+
+impl Timeouts {
+    /// The budget for `method`, never above `max`.
+    pub fn for_method(&self, method: &str) -> Duration {
+        let t = match method {
+            "ping" => self.ping,
+            "session.snapshot" => self.snapshot,
+            "agent.get" => self.agent_get,
+            "pane.split" => self.pane_split,
+            _ => self.default,
+        };
+        self.clamp(t)
+    }
+
+    pub fn clamp(&self, t: Duration) -> Duration {
+        t.min(self.max)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct HerdrConfig {
+    pub socket_path: PathBuf,
+    /// The `herdr` executable used for `herdr api schema --json`; `None` when it is not
+    /// installed (then the schema is unavailable).
+    pub herdr_bin: Option<PathBuf>,
+    pub timeouts: Timeouts,
+    pub visibility: AgentVisibility,
+}
+
+impl HerdrConfig {
+    /// A config for `socket_path` with default budgets, no CLI and every agent visible.
+    pub fn new(socket_path: PathBuf) -> Self {
+        HerdrConfig { socket_path, herdr_bin: None, timeouts: Timeouts::default(), visibility: AgentVisibility::All }
+    }
+
+    /// From the process environment: socket per Herdr's own rules, the CLI from
+    /// `HERDR_BIN_PATH` or `PATH`, visibility from `HERDR_MCP_AGENT_ALLOW`.
+    pub fn from_env() -> Result<Self, SocketPathError> {
+        let socket_path = socket_path::resolve(&SocketEnv::from_process())?;
+        let herdr_bin = std::env::var_os("HERDR_BIN_PATH")
+            .map(PathBuf::from)
+            .filter(|p| p.is_file())
+            .or_else(|| find_on_path("herdr"));
+        let visibility = AgentVisibility::from_setting(std::env::var("HERDR_MCP_AGENT_ALLOW").ok().as_deref());
+        Ok(HerdrConfig { socket_path, herdr_bin, timeouts: Timeouts::default(), visibility })
+    }
+}
+
+/// The first executable file named `name` in `PATH`.
+pub fn find_on_path(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|dir| dir.join(name)).find(|candidate| {
+        std::fs::metadata(candidate).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_method_budgets_are_capped() {
+        let mut t = Timeouts::default();
+        assert_eq!(t.for_method("ping"), Duration::from_secs(5));
+        assert_eq!(t.for_method("session.snapshot"), Duration::from_secs(8));
+        assert_eq!(t.for_method("pane.read"), Duration::from_secs(30));
+        assert_eq!(t.clamp(Duration::from_secs(61)), Duration::from_secs(60));
+        assert_eq!(t.clamp(Duration::from_secs(60)), Duration::from_secs(60));
+        t.default = Duration::from_secs(90);
+        assert_eq!(t.for_method("pane.read"), Duration::from_secs(60));
+    }
+}

@@ -1,0 +1,109 @@
+//! Herdr integration: the socket client, the event cache, derived projects and
+//! roots, the API schema, and the pieces the Herdr-backed tools share.
+//!
+//! Herdr is optional. Without a server on the socket every Herdr-backed tool
+//! answers `herdr_unavailable` quickly (a missing socket fails at connect; a
+//! socket that never answers hits its time budget).
+
+pub mod cache;
+pub mod client;
+pub mod config;
+pub mod error;
+pub mod history;
+pub mod inspect;
+pub mod prompt_registry;
+pub mod push_view;
+pub mod roots;
+pub mod schema;
+pub mod snapshot;
+pub mod socket_path;
+pub mod topology;
+pub mod visibility;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+pub use self::cache::EventCache;
+pub use self::client::HerdrClient;
+pub use self::config::{HerdrConfig, Timeouts};
+pub use self::error::HerdrError;
+use self::prompt_registry::{MemoryPromptStore, PromptStore};
+use self::schema::SchemaCache;
+use crate::push::PushBus;
+use crate::tools::ToolOutput;
+
+/// Everything the Herdr-backed tools use, shared by all calls.
+pub struct HerdrService {
+    pub config: HerdrConfig,
+    pub client: Arc<HerdrClient>,
+    pub cache: Arc<EventCache>,
+    pub schema: SchemaCache,
+    pub prompts: Arc<dyn PromptStore>,
+}
+
+impl HerdrService {
+    /// Builds the service; when a push bus is given, the cache feeds it and answers
+    /// its `hello` and `/push/state`.
+    pub fn new(config: HerdrConfig, push: Option<Arc<PushBus>>) -> Arc<Self> {
+        let client = Arc::new(HerdrClient::new(config.socket_path.clone(), config.timeouts.clone()));
+        let cache = EventCache::new(Arc::clone(&client), config.visibility.clone(), push.clone());
+        if let Some(bus) = &push {
+            bus.set_source(cache.clone());
+        }
+        let schema = SchemaCache::new(config.herdr_bin.clone(), config.timeouts.schema_cli);
+        Arc::new(HerdrService { config, client, cache, schema, prompts: Arc::new(MemoryPromptStore::default()) })
+    }
+
+    /// Replaces the prompt registry (e.g. with a durable one).
+    pub fn with_prompt_store(self: Arc<Self>, store: Arc<dyn PromptStore>) -> Arc<Self> {
+        match Arc::try_unwrap(self) {
+            Ok(mut s) => {
+                s.prompts = store;
+                Arc::new(s)
+            }
+            Err(shared) => shared,
+        }
+    }
+
+    /// Starts the event cache's background loop.
+    pub fn start(&self, cancel: CancellationToken) -> tokio::task::JoinHandle<()> {
+        self.cache.spawn(cancel)
+    }
+
+    /// Managed roots: those derived from Herdr's panes (when the cache has a
+    /// topology) merged with `configured`, deepest first.
+    pub async fn managed_roots(&self, configured: &[PathBuf]) -> Vec<PathBuf> {
+        let Some(topology) = self.cache.last_topology() else { return configured.to_vec() };
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let projects = roots::derive_projects(&topology, home.as_deref()).await;
+        roots::merge_roots(&projects, configured)
+    }
+}
+
+/// The tool result for a failed Herdr call: `herdr_unavailable` (with how to start
+/// Herdr) when no server is there, else the error's own code. `extra` members are
+/// added to the payload.
+pub fn failure_output(err: &HerdrError, extra: Value) -> ToolOutput {
+    let mut extra: Map<String, Value> = match extra {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    if err.is_unavailable() {
+        extra.insert("herdr_code".into(), json!(err.code));
+        extra.insert("hint".into(), json!(error::START_HERDR_HINT));
+        return ToolOutput::code(error::codes::HERDR_UNAVAILABLE, err.message.clone(), Value::Object(extra));
+    }
+    ToolOutput::code(&err.code, err.message.clone(), Value::Object(extra))
+}
+
+/// The result for a Herdr-backed tool in a runtime built without Herdr at all.
+pub fn not_configured() -> ToolOutput {
+    ToolOutput::code(
+        error::codes::HERDR_UNAVAILABLE,
+        "this runtime has no Herdr connection configured",
+        json!({"hint": error::START_HERDR_HINT}),
+    )
+}

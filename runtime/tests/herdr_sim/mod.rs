@@ -1,0 +1,571 @@
+//! A Herdr protocol simulator for tests: a Unix-socket server speaking Herdr
+//! 0.8.2's JSON API as recorded in spec/herdr.md — one request per connection, the
+//! first line only (1 MiB, 5 s), `{"id","result":{"type":..}}` / `{"id","error":{..}}`,
+//! `"id":""` for unparseable requests, and `events.subscribe` streams with
+//! underscored lifecycle names and dotted parameterised ones. Tests script the
+//! state (workspaces, panes, agents and their statuses) and inject faults.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{mpsc, watch};
+
+pub mod harness;
+
+pub const VERSION: &str = "0.8.2";
+pub const PROTOCOL: u64 = 20;
+const MAX_REQUEST_BYTES: usize = 1024 * 1024;
+const FIRST_LINE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How the simulator misbehaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Accept, read the request, never answer (until the client hangs up).
+    Silent,
+    /// Answer with a line that is not JSON.
+    Garbage,
+    /// Answer with a line longer than 1 MiB.
+    Oversized,
+    /// Close the connection without answering.
+    Hangup,
+}
+
+struct Subscriber {
+    subscriptions: Vec<Value>,
+    tx: mpsc::UnboundedSender<String>,
+}
+
+#[derive(Default)]
+struct State {
+    focused_workspace_id: Option<String>,
+    focused_pane_id: Option<String>,
+    workspaces: Vec<Value>,
+    tabs: Vec<Value>,
+    panes: Vec<Value>,
+    agents: Vec<Value>,
+    pane_text: HashMap<String, String>,
+    prompts: Vec<(String, String)>,
+    on_prompt: Vec<String>,
+    snapshot_fails: bool,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    fault: Mutex<Option<Fault>>,
+    method_faults: Mutex<HashMap<String, Fault>>,
+    requests: Mutex<Vec<Value>>,
+    subscribers: Mutex<Vec<Subscriber>>,
+    /// Bumped on every state change and subscriber change (event-driven waits).
+    changes: watch::Sender<u64>,
+}
+
+pub struct HerdrSim {
+    _dir: tempfile::TempDir,
+    pub socket: PathBuf,
+    shared: Arc<Shared>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for HerdrSim {
+    fn drop(&mut self) {
+        self.task.abort();
+        self.drop_subscribers();
+    }
+}
+
+fn str_of<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
+    v.get(k).and_then(Value::as_str)
+}
+
+fn ok(result: Value) -> Result<Value, (String, String)> {
+    Ok(result)
+}
+
+fn err(code: &str, message: impl Into<String>) -> Result<Value, (String, String)> {
+    Err((code.to_string(), message.into()))
+}
+
+/// The dotted subscription name of an underscored lifecycle event (`pane_created` → `pane.created`).
+fn dotted(name: &str) -> String {
+    name.replacen('_', ".", 1)
+}
+
+impl Shared {
+    fn bump(&self) {
+        self.changes.send_modify(|g| *g += 1);
+    }
+
+    fn emit_lifecycle(&self, name: &str, mut data: Value) {
+        data["type"] = json!(name);
+        let line = json!({"data": data, "event": name}).to_string();
+        let want = dotted(name);
+        let subs = self.subscribers.lock().unwrap();
+        for s in subs.iter() {
+            if s.subscriptions.iter().any(|x| str_of(x, "type") == Some(want.as_str())) {
+                let _ = s.tx.send(line.clone());
+            }
+        }
+    }
+
+    fn emit_status(&self, pane_id: &str, workspace_id: &str, status: &str, agent: Option<&str>) {
+        let mut data = json!({"agent_status": status, "pane_id": pane_id, "workspace_id": workspace_id});
+        if let Some(a) = agent {
+            data["agent"] = json!(a);
+        }
+        let line = json!({"data": data, "event": "pane.agent_status_changed"}).to_string();
+        let subs = self.subscribers.lock().unwrap();
+        for s in subs.iter() {
+            if s.subscriptions.iter().any(|x| {
+                str_of(x, "type") == Some("pane.agent_status_changed") && str_of(x, "pane_id") == Some(pane_id)
+            }) {
+                let _ = s.tx.send(line.clone());
+            }
+        }
+    }
+
+    /// Sets an agent's status the way Herdr does: bump its `state_change_seq`, mirror
+    /// the status on its pane, and tell status subscribers.
+    fn set_status(&self, pane_id: &str, status: &str) {
+        let (ws, kind) = {
+            let mut st = self.state.lock().unwrap();
+            let Some(agent) = st.agents.iter_mut().find(|a| str_of(a, "pane_id") == Some(pane_id)) else {
+                panic!("sim: no agent on {pane_id}");
+            };
+            agent["agent_status"] = json!(status);
+            let seq = agent["state_change_seq"].as_u64().unwrap_or(0) + 1;
+            agent["state_change_seq"] = json!(seq);
+            let ws = str_of(agent, "workspace_id").unwrap().to_string();
+            let kind = str_of(agent, "agent").unwrap().to_string();
+            if let Some(p) = st.panes.iter_mut().find(|p| str_of(p, "pane_id") == Some(pane_id)) {
+                p["agent_status"] = json!(status);
+            }
+            (ws, kind)
+        };
+        self.emit_status(pane_id, &ws, status, Some(&kind));
+        self.bump();
+    }
+
+    fn agent_by_target(&self, target: &str) -> Option<Value> {
+        let st = self.state.lock().unwrap();
+        st.agents
+            .iter()
+            .find(|a| str_of(a, "pane_id") == Some(target) || str_of(a, "name") == Some(target))
+            .cloned()
+    }
+
+    fn list_filtered(&self, items: &[Value], params: &Value) -> Vec<Value> {
+        match str_of(params, "workspace_id") {
+            Some(ws) => items.iter().filter(|i| str_of(i, "workspace_id") == Some(ws)).cloned().collect(),
+            None => items.to_vec(),
+        }
+    }
+
+    async fn dispatch(self: &Arc<Self>, method: &str, params: &Value) -> Result<Value, (String, String)> {
+        match method {
+            "ping" => ok(json!({"type": "pong", "version": VERSION, "protocol": PROTOCOL,
+                "capabilities": {"live_handoff": true, "detached_server_daemon": true}})),
+            "session.snapshot" => {
+                let st = self.state.lock().unwrap();
+                if st.snapshot_fails {
+                    return err("internal_error", "snapshot failed (scripted)");
+                }
+                ok(json!({"type": "session_snapshot", "snapshot": {
+                    "version": VERSION, "protocol": PROTOCOL,
+                    "focused_workspace_id": st.focused_workspace_id, "focused_pane_id": st.focused_pane_id,
+                    "workspaces": st.workspaces, "tabs": st.tabs, "panes": st.panes, "agents": st.agents,
+                }}))
+            }
+            "workspace.list" => ok(json!({"type": "workspace_list", "workspaces": self.state.lock().unwrap().workspaces})),
+            "tab.list" => {
+                let tabs = self.list_filtered(&self.state.lock().unwrap().tabs, params);
+                ok(json!({"type": "tab_list", "tabs": tabs}))
+            }
+            "pane.list" => {
+                let panes = self.list_filtered(&self.state.lock().unwrap().panes, params);
+                ok(json!({"type": "pane_list", "panes": panes}))
+            }
+            "agent.list" => ok(json!({"type": "agent_list", "agents": self.state.lock().unwrap().agents})),
+            "agent.get" => {
+                let target = str_of(params, "target").unwrap_or_default();
+                match self.agent_by_target(target) {
+                    Some(a) => ok(json!({"type": "agent_info", "agent": a})),
+                    None => err("agent_not_found", format!("agent {target} not found")),
+                }
+            }
+            "agent.prompt" => self.prompt(params).await,
+            "pane.send_text" => {
+                let pane = str_of(params, "pane_id").unwrap_or_default();
+                let mut st = self.state.lock().unwrap();
+                if !st.panes.iter().any(|p| str_of(p, "pane_id") == Some(pane)) {
+                    return err("pane_not_found", format!("pane {pane} not found"));
+                }
+                let text = str_of(params, "text").unwrap_or_default().to_string();
+                st.pane_text.entry(pane.to_string()).or_default().push_str(&text);
+                ok(json!({"type": "ok"}))
+            }
+            "pane.read" => {
+                let pane = str_of(params, "pane_id").unwrap_or_default();
+                let st = self.state.lock().unwrap();
+                let Some(p) = st.panes.iter().find(|p| str_of(p, "pane_id") == Some(pane)) else {
+                    return err("pane_not_found", format!("pane {pane} not found"));
+                };
+                ok(json!({"type": "pane_read", "read": {
+                    "pane_id": pane, "workspace_id": p["workspace_id"], "tab_id": p["tab_id"],
+                    "source": params["source"], "format": "text",
+                    "text": st.pane_text.get(pane).cloned().unwrap_or_default(), "revision": 0, "truncated": false,
+                }}))
+            }
+            _ => err("invalid_request", format!("invalid request: unknown variant `{method}`")),
+        }
+    }
+
+    async fn prompt(self: &Arc<Self>, params: &Value) -> Result<Value, (String, String)> {
+        let target = str_of(params, "target").unwrap_or_default().to_string();
+        let Some(agent) = self.agent_by_target(&target) else {
+            return err("agent_not_found", format!("agent {target} not found"));
+        };
+        if str_of(&agent, "agent_status") == Some("blocked") {
+            return err("agent_blocked", format!("agent {target} is blocked and requires interactive input"));
+        }
+        let pane = str_of(&agent, "pane_id").unwrap().to_string();
+        let script = {
+            let mut st = self.state.lock().unwrap();
+            st.prompts.push((target.clone(), str_of(params, "text").unwrap_or_default().to_string()));
+            st.on_prompt.clone()
+        };
+        self.bump();
+        for status in script {
+            self.set_status(&pane, &status);
+        }
+        if let Some(wait) = params.get("wait").filter(|w| w.is_object()) {
+            let until: Vec<String> = wait["until"]
+                .as_array()
+                .map(|u| u.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                .unwrap_or_else(|| vec!["idle".into(), "done".into(), "blocked".into()]);
+            let timeout = wait["timeout_ms"].as_u64().map(Duration::from_millis);
+            let mut rx = self.changes.subscribe();
+            let matched = async {
+                loop {
+                    let status = self.agent_by_target(&pane).and_then(|a| str_of(&a, "agent_status").map(str::to_string));
+                    if status.is_some_and(|s| until.contains(&s)) {
+                        return;
+                    }
+                    if rx.changed().await.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                }
+            };
+            let done = match timeout {
+                Some(t) => tokio::time::timeout(t, matched).await.is_ok(),
+                None => {
+                    matched.await;
+                    true
+                }
+            };
+            if !done {
+                return err("timeout", "timed out waiting for agent status");
+            }
+        }
+        let agent = self.agent_by_target(&pane).unwrap();
+        ok(json!({"type": "agent_prompted", "agent": agent}))
+    }
+}
+
+async fn read_first_line(reader: &mut BufReader<tokio::net::unix::OwnedReadHalf>) -> Option<Vec<u8>> {
+    let mut line = Vec::new();
+    let read = async {
+        loop {
+            let chunk = reader.fill_buf().await.ok()?;
+            if chunk.is_empty() {
+                return None;
+            }
+            if let Some(i) = chunk.iter().position(|&b| b == b'\n') {
+                line.extend_from_slice(&chunk[..i]);
+                reader.consume(i + 1);
+                return Some(());
+            }
+            let n = chunk.len();
+            line.extend_from_slice(chunk);
+            reader.consume(n);
+            if line.len() > MAX_REQUEST_BYTES {
+                return None;
+            }
+        }
+    };
+    tokio::time::timeout(FIRST_LINE_TIMEOUT, read).await.ok().flatten()?;
+    Some(line)
+}
+
+async fn serve_connection(shared: Arc<Shared>, stream: UnixStream) {
+    let (read, mut write) = stream.into_split();
+    let mut reader = BufReader::new(read);
+    let Some(line) = read_first_line(&mut reader).await else { return };
+    let parsed: Result<Value, String> = serde_json::from_slice(&line).map_err(|e| e.to_string());
+    let bad = |msg: String| json!({"id": "", "error": {"code": "invalid_request", "message": format!("invalid request: {msg}")}});
+    let request = match parsed {
+        Ok(v) => v,
+        Err(e) => {
+            let _ = write.write_all(format!("{}\n", bad(e)).as_bytes()).await;
+            return;
+        }
+    };
+    shared.requests.lock().unwrap().push(request.clone());
+    let (Some(id), Some(method)) = (str_of(&request, "id"), str_of(&request, "method")) else {
+        let _ = write.write_all(format!("{}\n", bad("missing field `id` or `method`".into())).as_bytes()).await;
+        return;
+    };
+    let Some(params) = request.get("params").filter(|p| p.is_object()) else {
+        let _ = write.write_all(format!("{}\n", bad("missing field `params`".into())).as_bytes()).await;
+        return;
+    };
+    let fault = shared.method_faults.lock().unwrap().get(method).copied().or(*shared.fault.lock().unwrap());
+    match fault {
+        Some(Fault::Silent) => {
+            // Hold the connection until the client gives up.
+            let mut sink = [0u8; 64];
+            while matches!(reader.read(&mut sink).await, Ok(n) if n > 0) {}
+            return;
+        }
+        Some(Fault::Garbage) => {
+            let _ = write.write_all(b"this is not json\n").await;
+            return;
+        }
+        Some(Fault::Oversized) => {
+            let mut big = vec![b'x'; MAX_REQUEST_BYTES + 16];
+            big.push(b'\n');
+            let _ = write.write_all(&big).await;
+            return;
+        }
+        Some(Fault::Hangup) => return,
+        None => {}
+    }
+    if method == "events.subscribe" {
+        let subscriptions = params["subscriptions"].as_array().cloned().unwrap_or_default();
+        let ack = json!({"id": id, "result": {"type": "subscription_started"}});
+        if write.write_all(format!("{ack}\n").as_bytes()).await.is_err() {
+            return;
+        }
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        shared.subscribers.lock().unwrap().push(Subscriber { subscriptions, tx });
+        shared.bump();
+        while let Some(line) = rx.recv().await {
+            if write.write_all(format!("{line}\n").as_bytes()).await.is_err() {
+                break;
+            }
+        }
+        return;
+    }
+    let reply = match shared.dispatch(method, params).await {
+        Ok(result) => json!({"id": id, "result": result}),
+        Err((code, message)) => {
+            // Parse-level failures echo an empty id, as Herdr does.
+            let id = if code == "invalid_request" { "" } else { id };
+            json!({"id": id, "error": {"code": code, "message": message}})
+        }
+    };
+    let _ = write.write_all(format!("{reply}\n").as_bytes()).await;
+}
+
+impl HerdrSim {
+    pub async fn start() -> HerdrSim {
+        let dir = tempfile::Builder::new().prefix("hsim").tempdir_in("/tmp").unwrap();
+        let socket = dir.path().join("herdr.sock");
+        let listener = UnixListener::bind(&socket).unwrap();
+        let (changes, _) = watch::channel(0);
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            fault: Mutex::new(None),
+            method_faults: Mutex::new(HashMap::new()),
+            requests: Mutex::new(vec![]),
+            subscribers: Mutex::new(vec![]),
+            changes,
+        });
+        let s = Arc::clone(&shared);
+        let task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                tokio::spawn(serve_connection(Arc::clone(&s), stream));
+            }
+        });
+        HerdrSim { _dir: dir, socket, shared, task }
+    }
+
+    pub fn dir(&self) -> &Path {
+        self._dir.path()
+    }
+
+    pub fn set_fault(&self, fault: Option<Fault>) {
+        *self.shared.fault.lock().unwrap() = fault;
+    }
+
+    pub fn set_method_fault(&self, method: &str, fault: Option<Fault>) {
+        let mut faults = self.shared.method_faults.lock().unwrap();
+        match fault {
+            Some(f) => faults.insert(method.to_string(), f),
+            None => faults.remove(method),
+        };
+    }
+
+    pub fn set_snapshot_fails(&self, fails: bool) {
+        self.shared.state.lock().unwrap().snapshot_fails = fails;
+    }
+
+    /// Statuses an agent goes through right after it is prompted.
+    pub fn set_on_prompt(&self, statuses: &[&str]) {
+        self.shared.state.lock().unwrap().on_prompt = statuses.iter().map(|s| s.to_string()).collect();
+    }
+
+    pub fn add_workspace(&self, id: &str, label: &str) {
+        let ws = json!({"workspace_id": id, "number": 1, "label": label, "focused": false, "pane_count": 0,
+            "tab_count": 1, "active_tab_id": format!("{id}:t1"), "agent_status": "unknown"});
+        let tab = json!({"tab_id": format!("{id}:t1"), "workspace_id": id, "number": 1, "label": "1", "focused": true,
+            "pane_count": 0, "agent_status": "unknown"});
+        {
+            let mut st = self.shared.state.lock().unwrap();
+            if st.workspaces.is_empty() {
+                st.focused_workspace_id = Some(id.to_string());
+            }
+            st.workspaces.push(ws.clone());
+            st.tabs.push(tab.clone());
+        }
+        self.shared.emit_lifecycle("workspace_created", json!({"workspace": ws}));
+        self.shared.emit_lifecycle("tab_created", json!({"tab": tab}));
+        self.shared.bump();
+    }
+
+    pub fn add_pane(&self, workspace_id: &str, pane_id: &str, cwd: &str) {
+        let pane = json!({"pane_id": pane_id, "terminal_id": format!("term_{pane_id}"), "workspace_id": workspace_id,
+            "tab_id": format!("{workspace_id}:t1"), "focused": false, "cwd": cwd, "foreground_cwd": cwd,
+            "agent_status": "unknown", "revision": 0});
+        {
+            let mut st = self.shared.state.lock().unwrap();
+            if st.focused_pane_id.is_none() {
+                st.focused_pane_id = Some(pane_id.to_string());
+            }
+            st.panes.push(pane.clone());
+        }
+        self.shared.emit_lifecycle("pane_created", json!({"pane": pane}));
+        self.shared.bump();
+    }
+
+    /// Puts an agent of `kind` on a pane (as detection or `pane.report_agent` would).
+    pub fn add_agent(&self, pane_id: &str, kind: &str, status: &str) {
+        let (ws, cwd) = {
+            let st = self.shared.state.lock().unwrap();
+            let p = st.panes.iter().find(|p| str_of(p, "pane_id") == Some(pane_id)).expect("pane exists");
+            (str_of(p, "workspace_id").unwrap().to_string(), p["cwd"].clone())
+        };
+        let agent = json!({"terminal_id": format!("term_{pane_id}"), "agent": kind, "agent_status": status,
+            "workspace_id": ws, "tab_id": format!("{ws}:t1"), "pane_id": pane_id, "focused": false,
+            "state_change_seq": 1, "cwd": cwd, "foreground_cwd": cwd, "revision": 0,
+            "screen_detection_skipped": false, "launch_pending": false, "interactive_ready": true});
+        {
+            let mut st = self.shared.state.lock().unwrap();
+            st.agents.push(agent);
+            if let Some(p) = st.panes.iter_mut().find(|p| str_of(p, "pane_id") == Some(pane_id)) {
+                p["agent_status"] = json!(status);
+                p["agent"] = json!(kind);
+            }
+        }
+        self.shared.emit_lifecycle("pane_agent_detected", json!({"agent": kind, "pane_id": pane_id, "workspace_id": ws}));
+        self.shared.bump();
+    }
+
+    /// Gives an agent a name (as `agent.rename` does).
+    pub fn name_agent(&self, pane_id: &str, name: &str) {
+        let mut st = self.shared.state.lock().unwrap();
+        let a = st.agents.iter_mut().find(|a| str_of(a, "pane_id") == Some(pane_id)).expect("agent exists");
+        a["name"] = json!(name);
+    }
+
+    pub fn set_agent_cwd(&self, pane_id: &str, cwd: &str) {
+        let mut st = self.shared.state.lock().unwrap();
+        let a = st.agents.iter_mut().find(|a| str_of(a, "pane_id") == Some(pane_id)).expect("agent exists");
+        a["cwd"] = json!(cwd);
+    }
+
+    pub fn set_agent_status(&self, pane_id: &str, status: &str) {
+        self.shared.set_status(pane_id, status);
+    }
+
+    /// The agent process exits: Herdr reports status `unknown` without an agent.
+    pub fn remove_agent(&self, pane_id: &str) {
+        let ws = {
+            let mut st = self.shared.state.lock().unwrap();
+            let ws = st
+                .agents
+                .iter()
+                .find(|a| str_of(a, "pane_id") == Some(pane_id))
+                .and_then(|a| str_of(a, "workspace_id").map(str::to_string))
+                .expect("agent exists");
+            st.agents.retain(|a| str_of(a, "pane_id") != Some(pane_id));
+            ws
+        };
+        self.shared.emit_status(pane_id, &ws, "unknown", None);
+        self.shared.bump();
+    }
+
+    pub fn close_pane(&self, pane_id: &str) {
+        let ws = {
+            let mut st = self.shared.state.lock().unwrap();
+            let ws = st
+                .panes
+                .iter()
+                .find(|p| str_of(p, "pane_id") == Some(pane_id))
+                .and_then(|p| str_of(p, "workspace_id").map(str::to_string))
+                .expect("pane exists");
+            st.panes.retain(|p| str_of(p, "pane_id") != Some(pane_id));
+            st.agents.retain(|a| str_of(a, "pane_id") != Some(pane_id));
+            ws
+        };
+        self.shared.emit_lifecycle("pane_closed", json!({"pane_id": pane_id, "workspace_id": ws}));
+        self.shared.bump();
+    }
+
+    pub fn set_pane_text(&self, pane_id: &str, text: &str) {
+        self.shared.state.lock().unwrap().pane_text.insert(pane_id.to_string(), text.to_string());
+    }
+
+    /// Closes every open subscription (as a restarting Herdr would).
+    pub fn drop_subscribers(&self) {
+        self.shared.subscribers.lock().unwrap().clear();
+        self.shared.bump();
+    }
+
+    pub fn subscriber_count(&self) -> usize {
+        let mut subs = self.shared.subscribers.lock().unwrap();
+        subs.retain(|s| !s.tx.is_closed());
+        subs.len()
+    }
+
+    pub fn requests(&self) -> Vec<Value> {
+        self.shared.requests.lock().unwrap().clone()
+    }
+
+    pub fn count(&self, method: &str) -> usize {
+        self.requests().iter().filter(|r| str_of(r, "method") == Some(method)).count()
+    }
+
+    pub fn prompts(&self) -> Vec<(String, String)> {
+        self.shared.state.lock().unwrap().prompts.clone()
+    }
+
+    /// Waits, event-driven and bounded, until `pred` holds for the simulator.
+    pub async fn wait_until(&self, timeout: Duration, pred: impl Fn(&HerdrSim) -> bool) -> bool {
+        let mut rx = self.shared.changes.subscribe();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if pred(self) {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, rx.changed()).await.is_err() {
+                return pred(self);
+            }
+        }
+    }
+}
