@@ -30,6 +30,9 @@ pub const MIN_TOTAL_CHARS: usize = 64;
 pub const MIN_STRING_CHARS: usize = 128;
 /// Smallest key cap honoured; keys are cut with the same marker as strings, which needs room.
 pub const MIN_KEY_CHARS: usize = 48;
+/// Largest depth honoured: the passes recurse once per level, and a service worker's stack
+/// is small. No tool result a model can use is nested deeper.
+pub const MAX_DEPTH_CAP: usize = 64;
 
 const DEPTH_MARKER: &str = "[depth-limit]";
 const TRUNCATED_KEY: &str = "$truncated";
@@ -84,10 +87,11 @@ impl Default for SanitizeLimits {
 }
 
 impl SanitizeLimits {
-    /// The limits actually applied: values too small to hold a marker are raised.
+    /// The limits actually applied: values too small to hold a marker are raised, and the
+    /// depth is capped at [`MAX_DEPTH_CAP`].
     pub fn effective(&self) -> Self {
         Self {
-            max_depth: self.max_depth,
+            max_depth: self.max_depth.min(MAX_DEPTH_CAP),
             max_array_len: self.max_array_len.max(1),
             max_object_keys: self.max_object_keys.max(1),
             max_string_chars: self.max_string_chars.max(MIN_STRING_CHARS),

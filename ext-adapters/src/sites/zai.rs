@@ -17,9 +17,11 @@ pub struct ZAi;
 const CONTENT: &str = ".markdown-prose, [class*=markdown], [class*=answer], [class*=message-content], \
                        [class*=prose], .user-message, .chat-user";
 
-/// Status texts z.ai shows while a reply is not finished, matched in the lower-cased reply
-/// text as the reference does.
+/// Status texts z.ai shows while a reply is not finished (the reference's list).
 const BUSY_TEXTS: [&str; 6] = ["thinking...", "generating", "loading...", "思考中", "生成中", "加载中"];
+
+/// A reply this short is all status line, wherever the phrase sits in it.
+const STATUS_ONLY_CHARS: usize = 64;
 
 impl SiteAdapter for ZAi {
     fn site(&self) -> Site {
@@ -65,9 +67,19 @@ impl SiteAdapter for ZAi {
         }
     }
 
+    /// The reference looked for a status phrase anywhere in the reply, so a finished reply
+    /// that merely mentions "generating" — or a tool call whose arguments contain
+    /// "Loading..." — never counted as finished and the loop stalled until its timeout. Here
+    /// the phrase must be where a status indicator sits: the reply (or its root) starts or
+    /// ends with it, or the reply is short enough to be only the indicator. Like the
+    /// reference, only the reply's own text is read (not a thinking block beside it).
     fn reply_busy(&self, root: &RootSnapshot) -> Option<BusyReason> {
-        let lower = root.text.to_lowercase();
-        BUSY_TEXTS.iter().find(|t| lower.contains(*t)).map(|t| BusyReason::StatusText(t))
+        let text = root.text.trim().to_lowercase();
+        let short = text.chars().nth(STATUS_ONLY_CHARS).is_none();
+        BUSY_TEXTS
+            .iter()
+            .find(|t| (short && text.contains(*t)) || text.starts_with(*t) || text.ends_with(*t))
+            .map(|t| BusyReason::StatusText(t))
     }
 
     fn composer(&self) -> ComposerStrategy {
@@ -87,5 +99,41 @@ impl SiteAdapter for ZAi {
 
     fn json_bridge(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn busy(text: &str) -> Option<BusyReason> {
+        let root = RootSnapshot {
+            index: 0,
+            dom_id: None,
+            probes: vec![PROBE_ASSISTANT.into()],
+            text: text.into(),
+            text_truncated: false,
+            head: String::new(),
+            folded: None,
+        };
+        ZAi.reply_busy(&root)
+    }
+
+    #[test]
+    fn status_phrases_where_an_indicator_sits_are_busy() {
+        assert_eq!(busy("Thinking..."), Some(BusyReason::StatusText("thinking...")));
+        assert_eq!(busy("  思考中  "), Some(BusyReason::StatusText("思考中")));
+        assert_eq!(busy("Generating an answer for you"), Some(BusyReason::StatusText("generating")));
+        let long = "x".repeat(200);
+        assert_eq!(busy(&format!("{long} loading...")), Some(BusyReason::StatusText("loading...")));
+        assert_eq!(busy(&format!("Thinking... {long}")), Some(BusyReason::StatusText("thinking...")));
+    }
+
+    #[test]
+    fn phrases_inside_a_long_reply_do_not_block_it() {
+        let call = r#"{"tool":"herdr_fs_write","args":{"path":"ui.txt","content":"Loading... please wait while generating"}}"#;
+        assert_eq!(busy(call), None);
+        let prose = "The script starts by generating the config, then runs the migrations and reports.";
+        assert_eq!(busy(prose), None);
     }
 }

@@ -89,6 +89,13 @@ fn depth_zero_marks_the_root_container_but_keeps_scalars() {
     assert_eq!(sanitize(&json!(5), &l), json!(5));
 }
 
+#[test]
+fn depth_is_capped_so_a_huge_limit_cannot_exhaust_the_stack() {
+    let l = SanitizeLimits { max_depth: usize::MAX, max_total_chars: usize::MAX, ..limits() };
+    let out = sanitize(&nest(MAX_DEPTH_CAP + 1), &l);
+    assert_eq!(depth(&out), MAX_DEPTH_CAP);
+}
+
 // ---- arrays and objects ----------------------------------------------------------------
 
 #[test]
