@@ -24,9 +24,11 @@ pub mod fs_read;
 pub mod fs_write;
 pub mod git;
 pub mod git_cli;
+pub mod inspect;
 pub mod mutation;
 pub mod patch_apply;
 pub mod patch_parse;
+pub mod skill;
 
 /// Everything a tool handler may consult. Shared as `Arc<ToolContext>` by all calls.
 /// Build it with [`ToolContext::new`]; optional subsystems hang off `services`.
@@ -263,6 +265,8 @@ fn validate(validator: &jsonschema::Validator, args: &Map<String, Value>) -> Opt
 /// simply absent; each module contributes its `spec()`.
 pub fn all_specs() -> Vec<ToolSpec> {
     vec![
+        inspect::spec(),
+        skill::spec(),
         fs_read::spec(),
         fs_list::spec(),
         fs_grep::spec(),
