@@ -3,7 +3,9 @@
 use crate::adapter::{adapter_for_url, IdentityError, SiteAdapter};
 use crate::messages::{PageSnapshot, RootSnapshot};
 use crate::site::ConversationIdentity;
+use ext_core::engine::Event;
 use ext_core::fold::{fold_decision, FoldLabel, Role};
+use ext_core::journal::{Role as TranscriptRole, TranscriptEntry};
 
 /// One chat message the adapter recognised.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,7 +58,40 @@ pub struct PageView<'a> {
     pub awaiting_reply: bool,
 }
 
+impl Entry<'_> {
+    /// Id the engine knows this message by: the DOM id, else `root-<index>` (DeepSeek roots
+    /// have no id; indexes only grow as a conversation does).
+    pub fn message_id(&self) -> String {
+        self.dom_id.map_or_else(|| format!("root-{}", self.root_index), str::to_owned)
+    }
+}
+
 impl PageView<'_> {
+    /// The engine's `ReplySnapshot` event for the latest reply, if there is one.
+    pub fn reply_snapshot_event(&self, now_ms: u64) -> Option<Event> {
+        let reply = self.latest_reply.as_ref()?;
+        Some(Event::ReplySnapshot {
+            message_id: reply.entry.message_id(),
+            text: reply.entry.text.to_owned(),
+            done: reply.finished(),
+            now_ms,
+        })
+    }
+
+    /// The messages as the reload-recovery rule reads them (spec §5.4).
+    pub fn transcript(&self) -> Vec<TranscriptEntry> {
+        self.entries
+            .iter()
+            .map(|e| TranscriptEntry {
+                role: match e.role {
+                    Role::User => TranscriptRole::User,
+                    Role::Assistant => TranscriptRole::Assistant,
+                },
+                text: e.text.to_owned(),
+            })
+            .collect()
+    }
+
     /// Messages that should be folded and are not yet: `(root_index, dom_id, label)`.
     /// The latest reply is only folded once finished; older replies are finished by
     /// definition.

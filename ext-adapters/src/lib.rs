@@ -8,7 +8,9 @@
 //! - the [`ComposerStrategy`] (how to insert and send text) (`composer`),
 //! - which binding migration applies ([`migration`]).
 //!
-//! The messages exchanged with the content script are defined in [`messages`].
+//! The messages exchanged with the content script are defined in [`messages`]. A
+//! [`PageView`] feeds ext-core directly: `pending_folds` (folding decisions),
+//! `reply_snapshot_event` (the loop engine) and `transcript` (reload recovery).
 
 pub mod adapter;
 pub mod composer;

@@ -14,6 +14,15 @@ pub enum Site {
 }
 
 impl Site {
+    /// The same site as `ext_core::protocol_text` names it (per-site preamble hints).
+    pub fn protocol_site(self) -> ext_core::protocol_text::Site {
+        match self {
+            Site::ZAi => ext_core::protocol_text::Site::Zai,
+            Site::DeepSeek => ext_core::protocol_text::Site::DeepSeek,
+            Site::ChatGpt => ext_core::protocol_text::Site::ChatGpt,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Site::ZAi => "z.ai",

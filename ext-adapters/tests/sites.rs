@@ -214,3 +214,26 @@ fn identities_of_every_url_shape() {
     assert!(identify("https://example.com/c/1").unwrap_err().to_string().contains("example.com"));
     assert!(identify("http://chat.z.ai/").is_err());
 }
+
+#[test]
+fn views_feed_the_engine_and_the_recovery_rule() {
+    use ext_core::engine::Event;
+    use ext_core::journal::has_pending_tool_reply;
+    let streaming = snap(Site::DeepSeek, "deepseek_streaming.html", DS_CONV);
+    let view = interpret(&streaming).unwrap();
+    let Some(Event::ReplySnapshot { message_id, text, done, now_ms }) = view.reply_snapshot_event(5) else {
+        panic!("no reply event")
+    };
+    assert_eq!((message_id.as_str(), done, now_ms), ("root-1", false, 5));
+    assert!(text.starts_with(r#"{"tool":"herdr_exec""#));
+    // Bridged task followed by tool JSON: a reload here would resume the loop.
+    assert!(has_pending_tool_reply(&view.transcript()));
+
+    let done = snap(Site::ZAi, "zai_conversation_done.html", ZAI_CONV);
+    let view = interpret(&done).unwrap();
+    let Some(Event::ReplySnapshot { message_id, done, .. }) = view.reply_snapshot_event(0) else { panic!() };
+    assert_eq!((message_id.as_str(), done), ("message-a1b2c3d4-0004", true));
+    // The last message is a normal answer: nothing to resume.
+    assert!(!has_pending_tool_reply(&view.transcript()));
+    assert_eq!(Site::DeepSeek.protocol_site(), ext_core::protocol_text::Site::DeepSeek);
+}
