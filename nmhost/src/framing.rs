@@ -12,6 +12,9 @@ pub const MAX_DISCARDABLE_FRAME: usize = 16 << 20;
 /// Largest host→browser frame: Chrome drops the port on a bigger one.
 pub const MAX_OUTBOUND_FRAME: usize = 1 << 20;
 
+/// Payload buffer reserved up front; larger frames grow it as their bytes arrive.
+const INITIAL_PAYLOAD_CAPACITY: usize = 64 * 1024;
+
 /// One step of reading the inbound side.
 #[derive(Debug, PartialEq, Eq)]
 pub enum ReadOutcome {
@@ -72,15 +75,17 @@ pub async fn read_frame<R: AsyncRead + Unpin>(input: &mut R) -> std::io::Result<
     let len = u32::from_le_bytes(header) as usize;
     match classify_length(len) {
         LengthClass::Accept => {
-            let mut payload = vec![0u8; len];
-            let got = read_full(input, &mut payload).await?;
+            // Grow with the bytes that actually arrive: a lying length prefix on a short input
+            // must not cost a 1 MiB allocation.
+            let mut payload = Vec::with_capacity(len.min(INITIAL_PAYLOAD_CAPACITY));
+            let got = (&mut *input).take(len as u64).read_to_end(&mut payload).await?;
             if got < len {
                 return Ok(ReadOutcome::Truncated { expected: len, got });
             }
             Ok(ReadOutcome::Frame(payload))
         }
         LengthClass::Discard => {
-            let skipped = tokio::io::copy(&mut input.take(len as u64), &mut tokio::io::sink()).await?;
+            let skipped = tokio::io::copy(&mut (&mut *input).take(len as u64), &mut tokio::io::sink()).await?;
             if (skipped as usize) < len {
                 return Ok(ReadOutcome::Truncated { expected: len, got: skipped as usize });
             }

@@ -4,13 +4,14 @@ use std::path::PathBuf;
 
 pub const SOCKET_ENV: &str = "HERDR_EXTENSION_IPC_SOCKET";
 
-/// `HERDR_EXTENSION_IPC_SOCKET`, else `$XDG_CONFIG_HOME/herdr-mcp/extension.sock` (when that is
-/// an absolute path, per the XDG spec), else `~/.config/herdr-mcp/extension.sock`.
+/// `HERDR_EXTENSION_IPC_SOCKET`, else `$XDG_CONFIG_HOME/herdr-mcp/extension.sock`, else
+/// `~/.config/herdr-mcp/extension.sock`; empty variables count as unset, as in the runtime's
+/// `server::config::default_socket_path`.
 pub fn resolve(socket_env: Option<&str>, xdg_config_home: Option<&str>, home: Option<&str>) -> Option<PathBuf> {
     if let Some(explicit) = socket_env.filter(|v| !v.is_empty()) {
         return Some(PathBuf::from(explicit));
     }
-    let config = match xdg_config_home.filter(|v| v.starts_with('/')) {
+    let config = match xdg_config_home.filter(|v| !v.is_empty()) {
         Some(xdg) => PathBuf::from(xdg),
         None => PathBuf::from(home.filter(|h| !h.is_empty())?).join(".config"),
     };
@@ -30,7 +31,7 @@ mod tests {
     fn resolution_order() {
         assert_eq!(resolve(Some("/s"), Some("/x"), Some("/h")), Some("/s".into()));
         assert_eq!(resolve(Some(""), Some("/x"), Some("/h")), Some("/x/herdr-mcp/extension.sock".into()));
-        assert_eq!(resolve(None, Some("rel"), Some("/h")), Some("/h/.config/herdr-mcp/extension.sock".into()));
+        assert_eq!(resolve(None, Some(""), Some("/h")), Some("/h/.config/herdr-mcp/extension.sock".into()));
         assert_eq!(resolve(None, None, Some("/h")), Some("/h/.config/herdr-mcp/extension.sock".into()));
         assert_eq!(resolve(None, None, None), None);
     }
