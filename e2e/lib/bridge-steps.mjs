@@ -47,3 +47,8 @@ export async function waitIdle(stackOrFn, key, timeoutMs = 20_000) {
     return c && !c.running ? c : null;
   }, { timeoutMs, what: `conversation ${key} to be idle` });
 }
+
+/// The tool's own payload (`structuredContent`) inside a TOOL_RESULT row.
+export function payloadOf(row) {
+  return row.result?.structuredContent ?? null;
+}

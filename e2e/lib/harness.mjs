@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { launch, serviceWorker } from './chromium.mjs';
 import { installFixtureSites } from './fixture-sites.mjs';
-import { artifactPath, screenshot } from './artifacts.mjs';
+import { artifactPath } from './artifacts.mjs';
 
 export const REPO = resolve(new URL('../..', import.meta.url).pathname);
 export const EXTENSION_DIR = process.env.HERDR_E2E_EXTENSION || join(REPO, 'dist/extension');
@@ -89,7 +89,7 @@ export async function startStack(name, { sites = [] } = {}) {
   const socket = join(tmp, 'runtime.sock');
   const runtime = spawn(join(BIN_DIR, 'herdr-mcp'), ['serve', '--socket', socket, '--root', project, '--log-file', join(logs, 'runtime.log')], {
     cwd: project,
-    env: { ...process.env, HERDR_MCP_LOG: 'debug', XDG_STATE_HOME: join(tmp, 'state'), XDG_CONFIG_HOME: join(tmp, 'config') },
+    env: { ...process.env, HERDR_MCP_LOG: 'debug', HERDR_MCP_STATE_DIR: join(tmp, 'state'), XDG_STATE_HOME: join(tmp, 'state'), XDG_CONFIG_HOME: join(tmp, 'config') },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let runtimeStderr = '';
@@ -171,7 +171,7 @@ export async function stopStack(stack) {
   try {
     let i = 0;
     for (const page of stack.pages) {
-      if (!page.isClosed()) await screenshot(page, `${stack.name}/page-${i++}`).catch(() => {});
+      if (!page.isClosed()) await page.screenshot({ path: join(stack.logs, `page-${i++}.png`), fullPage: true }).catch(() => {});
     }
     const state = await swState(stack).catch((e) => ({ error: String(e) }));
     writeFileSync(join(stack.logs, 'sw-state.json'), JSON.stringify(state, null, 2));

@@ -1,0 +1,70 @@
+// Round behaviour on z.ai: independent calls of one reply run at the same time while a
+// dependent reply waits for the previous results; malformed tool JSON gets one repair round
+// and then succeeds.
+
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { modelReply } from '../lib/fixture-sites.mjs';
+import { startStack, stopStack, openChat, userSends, conversationState, swState, until } from '../lib/harness.mjs';
+import { MARKER, nextUserMessage, toolResultRows, isToolResult, convKeyOf, payloadOf } from '../lib/bridge-steps.mjs';
+
+describe('tool rounds on z.ai', () => {
+  let stack;
+  before(async () => {
+    stack = await startStack('rounds', { sites: ['zai'] });
+  });
+  after(async () => stopStack(stack));
+
+  test('independent calls overlap; a dependent reply runs after them', async () => {
+    const ws = basename(stack.project);
+    const page = await openChat(stack, 'https://chat.z.ai/');
+    const since = stack.store.log.length;
+    await userSends(page, 'Run the two slow checks.');
+    await nextUserMessage(stack.store, 'zai', (t) => t.includes(MARKER), { sinceIndex: since, what: 'the bridged task' });
+    const slow = (name) => JSON.stringify({ tool: 'herdr_exec', args: { workspace: ws, command: `sleep 1; echo ${name}` } });
+    let mark = stack.store.log.length;
+    await modelReply(page, `${slow('first')}\n${slow('second')}`);
+    const first = await nextUserMessage(stack.store, 'zai', isToolResult, { sinceIndex: mark, what: 'the parallel TOOL_RESULT' });
+    const rows = toolResultRows(first.text);
+    assert.deepEqual(rows.map((r) => [r.index, r.ok, payloadOf(r)?.ok, payloadOf(r)?.exit_code]), [[1, true, true, 0], [2, true, true, 0]], JSON.stringify(rows));
+    assert.match(JSON.stringify(rows[0].result), /first/);
+    assert.match(JSON.stringify(rows[1].result), /second/);
+    mark = stack.store.log.length;
+    await modelReply(page, JSON.stringify({ tool: 'herdr_exec', args: { workspace: ws, command: 'echo after' } }));
+    await nextUserMessage(stack.store, 'zai', isToolResult, { sinceIndex: mark, what: 'the dependent TOOL_RESULT' });
+    await modelReply(page, 'Both checks ran.');
+    await until(async () => (await conversationState(stack, await convKeyOf(page)))?.running === false, { what: 'the task to end' });
+
+    const calls = (await swState(stack)).calls.filter((c) => c.tool === 'herdr_exec');
+    assert.equal(calls.length, 3);
+    const [a, b, c] = calls;
+    assert.ok(a.endedAt - a.startedAt >= 900 && b.endedAt - b.startedAt >= 900, 'each slow call really took a second');
+    assert.ok(a.startedAt < b.endedAt && b.startedAt < a.endedAt, `the two slow calls overlap: ${JSON.stringify([a, b])}`);
+    assert.ok(Math.max(a.endedAt, b.endedAt) - Math.min(a.startedAt, b.startedAt) < 1900, 'together they took about one second, not two');
+    assert.ok(c.startedAt >= Math.max(a.endedAt, b.endedAt), 'the dependent call started after both finished');
+  });
+
+  test('malformed tool JSON: one repair round, then the call runs', async () => {
+    writeFileSync(join(stack.project, 'repair.txt'), 'repaired-content-7731\n');
+    const page = await openChat(stack, 'https://chat.z.ai/');
+    const since = stack.store.log.length;
+    await userSends(page, 'Read repair.txt.');
+    await nextUserMessage(stack.store, 'zai', (t) => t.includes(MARKER), { sinceIndex: since, what: 'the bridged task' });
+    let mark = stack.store.log.length;
+    await modelReply(page, '{"tool":"herdr_fs_read","args":{"path":"repair.txt"}');
+    const repair = await nextUserMessage(stack.store, 'zai', isToolResult, { sinceIndex: mark, what: 'the repair message' });
+    const [row] = toolResultRows(repair.text);
+    assert.equal(row.tool, 'bridge_protocol');
+    assert.equal(row.ok, false);
+    assert.match(row.error, /^(incomplete|malformed)-tool-json$/);
+    mark = stack.store.log.length;
+    await modelReply(page, '{"tool":"herdr_fs_read","args":{"path":"repair.txt"}}');
+    const result = await nextUserMessage(stack.store, 'zai', isToolResult, { sinceIndex: mark, what: 'the TOOL_RESULT after repair' });
+    assert.match(JSON.stringify(toolResultRows(result.text)[0].result), /repaired-content-7731/);
+    await modelReply(page, 'It says repaired-content-7731.');
+    await until(async () => (await conversationState(stack, await convKeyOf(page)))?.running === false, { what: 'the task to end' });
+    assert.equal((await swState(stack)).calls.filter((c) => c.tool === 'herdr_fs_read').length, 1, 'the malformed reply ran nothing');
+  });
+});
