@@ -53,9 +53,12 @@ pub struct PageView<'a> {
     /// Recognised messages, in document order (roots that are neither role are skipped).
     pub entries: Vec<Entry<'a>>,
     /// The newest assistant message in the snapshot, even if a user message follows it.
+    /// `None` for a history page (a snapshot that ends before the page's last root).
     pub latest_reply: Option<LatestReply<'a>>,
     /// The newest message is the user's: a reply is expected but has not started.
     pub awaiting_reply: bool,
+    /// The snapshot is a page of older roots (`request_snapshot {before_index}`).
+    pub history_page: bool,
 }
 
 impl Entry<'_> {
@@ -136,10 +139,12 @@ pub(crate) fn interpret_with<'a, A: SiteAdapter + ?Sized>(
             folded: root.folded,
         });
     }
+    let history_page = snapshot.roots.last().is_some_and(|r| r.index.saturating_add(1) < snapshot.total_roots);
+    let latest = latest.filter(|_| !history_page);
     let latest_reply = latest.map(|(i, root)| LatestReply {
         entry: entries[i].clone(),
         busy: if root.text.trim().is_empty() { Some(BusyReason::Empty) } else { adapter.reply_busy(root) },
     });
-    let awaiting_reply = entries.last().is_some_and(|e| e.role == Role::User);
-    Ok(PageView { identity, entries, latest_reply, awaiting_reply })
+    let awaiting_reply = !history_page && entries.last().is_some_and(|e| e.role == Role::User);
+    Ok(PageView { identity, entries, latest_reply, awaiting_reply, history_page })
 }

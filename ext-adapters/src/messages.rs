@@ -17,7 +17,10 @@
 //! - `configure {site, selectors, composer}` — how to snapshot and drive this site.
 //! - `act {action_id, action}` — do one [`Action`]:
 //!   `insert_text`, `submit`, `fold`, `show_status`, `set_composer_hidden`.
-//! - `request_snapshot {}` — send a snapshot now (e.g. after an action completed).
+//! - `request_snapshot {before_index?}` — send a snapshot now (e.g. after an action
+//!   completed). With `before_index`, the snapshot carries the newest roots *before* that
+//!   index instead, so the worker can page back through a long history (to fold it on load)
+//!   while every snapshot stays bounded by `max_roots`.
 
 use crate::composer::{ComposerStrategy, InsertMethod, SubmitMethod};
 use crate::selectors::SelectorSet;
@@ -62,7 +65,10 @@ pub enum ContentMessage {
 pub enum WorkerMessage {
     Configure { site: Site, selectors: SelectorSet, composer: ComposerStrategy },
     Act { action_id: u64, action: Action },
-    RequestSnapshot {},
+    RequestSnapshot {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        before_index: Option<u32>,
+    },
 }
 
 /// What the user did that the content script intercepted.
@@ -85,7 +91,9 @@ pub enum Action {
     Submit { methods: Vec<SubmitMethod> },
     /// Hide a message root behind a fold bar (presentation only; DOM is never removed). The
     /// root is found by `root_index` among `message_root` matches and, when present, checked
-    /// against `dom_id` so a shifted list never folds the wrong message.
+    /// against `dom_id` so a shifted list never folds the wrong message. The content script
+    /// marks the root `data-h2w-folded="<label>"` (the label's wire name), which later
+    /// snapshots report as `folded`, so nothing is folded twice.
     Fold {
         root_index: u32,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -259,6 +267,14 @@ mod tests {
         let e = decode_content(r#"{"v":1,"type":"teleport"}"#).unwrap_err();
         assert!(e.to_string().contains("teleport"), "{e}");
         assert!(decode_content("not json").is_err());
+    }
+
+    #[test]
+    fn request_snapshot_pages_back_only_when_asked() {
+        let now = encode_worker(&WorkerMessage::RequestSnapshot { before_index: None });
+        assert_eq!(now, r#"{"v":1,"type":"request_snapshot"}"#);
+        let older = encode_worker(&WorkerMessage::RequestSnapshot { before_index: Some(40) });
+        assert_eq!(older, r#"{"v":1,"type":"request_snapshot","before_index":40}"#);
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! service worker (message `configure`) and builds a
 //! [`PageSnapshot`](crate::messages::PageSnapshot) with it:
 //!
-//! 1. `roots = document.querySelectorAll(message_root)`; only the last `max_roots` are sent,
+//! 1. `roots = document.querySelectorAll(message_root)`; only the last `max_roots` are sent
+//!    (the last `max_roots` before `before_index` when the worker asked for older ones),
 //!    each with its index among all roots.
 //! 2. For each root, every [`Probe`] whose selector matches the root itself
 //!    (`root.matches(sel)`) or a descendant (`root.querySelector(sel)`) is reported by name.

@@ -237,3 +237,15 @@ fn views_feed_the_engine_and_the_recovery_rule() {
     assert!(!has_pending_tool_reply(&view.transcript()));
     assert_eq!(Site::DeepSeek.protocol_site(), ext_core::protocol_text::Site::DeepSeek);
 }
+
+#[test]
+fn a_history_page_has_no_latest_reply_and_folds_every_finished_call() {
+    // The worker paged back: the newest root on the page (index 9) is not in this snapshot,
+    // so the streaming-looking reply here is an old one and may be folded.
+    let mut page = snap(Site::DeepSeek, "deepseek_thought_done.html", DS_CONV);
+    page.total_roots = 10;
+    page.roots[1].head.clear(); // no "Thought for" header: alone it would count as busy
+    let view = interpret(&page).unwrap();
+    assert!(view.history_page && view.latest_reply.is_none() && !view.awaiting_reply);
+    assert_eq!(view.pending_folds().into_iter().map(|f| f.2).collect::<Vec<_>>(), [FoldLabel::ToolCall]);
+}
