@@ -36,12 +36,6 @@ cargo test --workspace --no-fail-fast
 step "wasm32 build of ext-core and ext-adapters"
 cargo build --target wasm32-unknown-unknown -p ext-core -p ext-adapters
 
-step "toolchain: wasm-bindgen-cli at the Cargo.lock version"
-want_wb="$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/, ""); print; exit}' Cargo.lock)"
-if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$want_wb" ]; then
-  cargo install wasm-bindgen-cli --version "$want_wb"
-fi
-
 step "build: runtime and native host binaries, and the extension (dist/extension)"
 cargo build -p herdr-mcp -p herdr-nmhost
 scripts/build-extension.sh
