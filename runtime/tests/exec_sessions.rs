@@ -233,3 +233,24 @@ async fn without_an_exec_service_the_tools_refuse_clearly() {
         assert_eq!(out.payload["reason"], "exec_unavailable", "{tool}: {}", out.payload);
     }
 }
+
+#[tokio::test]
+async fn every_ended_session_is_announced_once() {
+    let rig = Rig::new();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let _forwarder = herdr_mcp::exec::on_completion(&rig.exec, move |done| {
+        let _ = tx.send(done);
+    });
+    let ok = rig.start("exit 0").await;
+    let failed = rig.start("exit 7").await;
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let done = tokio::time::timeout(DEADLINE, rx.recv()).await.expect("completion within deadline").unwrap();
+        seen.push((done.session_id, done.exit_code, done.root));
+    }
+    seen.sort();
+    let mut want = vec![(ok, Some(0), rig.root.clone()), (failed, Some(7), rig.root.clone())];
+    want.sort();
+    assert_eq!(seen, want);
+    assert!(rx.try_recv().is_err(), "no duplicate announcements");
+}

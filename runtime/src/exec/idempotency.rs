@@ -13,7 +13,7 @@
 //! - `fix_arguments_then_retry`: the arguments were invalid; nothing was reserved.
 //! - `retry_after_resource_release`: the ledger could not be written, nothing ran.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
@@ -187,12 +187,18 @@ pub async fn release(db: &Arc<StateDb>, op_id: &str) -> Result<(), StateError> {
 /// delivered rows name their session and its recovery state; reserved rows may or
 /// may not have started (the process died between reservation and delivery).
 /// `recovered` maps session ids to their recovery state.
-pub async fn recover_ledger(db: &Arc<StateDb>, recovered: HashMap<String, String>) -> Result<usize, StateError> {
+/// Rows of boots listed in `alive` belong to a runtime that still runs and are left alone.
+pub async fn recover_ledger(
+    db: &Arc<StateDb>,
+    recovered: HashMap<String, String>,
+    alive: HashSet<String>,
+) -> Result<usize, StateError> {
     let boot = db.boot_id().to_string();
     db.run(move |c| {
         let now = now_ms();
         ledger::delete_expired(c, now)?;
-        let open = ledger::unsettled_from_other_boots(c, &boot)?;
+        let mut open = ledger::unsettled_from_other_boots(c, &boot)?;
+        open.retain(|op| !alive.contains(&op.boot_id));
         for op in &open {
             let result = interrupted_result(op, &recovered);
             ledger::update(c, &op.op_id, "interrupted", ledger::STATE_INTERRUPTED, Some(&result), now)?;
@@ -291,7 +297,10 @@ mod tests {
         drop(old);
         let new = Arc::new(StateDb::open(tmp.path(), "new").unwrap());
         let recovered = HashMap::from([("es_x".to_string(), "reaped_on_restart".to_string())]);
-        assert_eq!(recover_ledger(&new, recovered).await.unwrap(), 2);
+        // While the old boot counts as alive, its rows are not touched.
+        let alive = HashSet::from(["old".to_string()]);
+        assert_eq!(recover_ledger(&new, recovered.clone(), alive).await.unwrap(), 0);
+        assert_eq!(recover_ledger(&new, recovered, HashSet::new()).await.unwrap(), 2);
         let Claim::Replay(a) = claim(&new, "a", "h").await.unwrap() else { panic!() };
         assert_eq!(a["code"], "exec_interrupted");
         assert_eq!(a["session_id"], "es_x");

@@ -49,11 +49,13 @@ pub struct RecoveryReport {
 /// Startup recovery: end orphaned process groups of an earlier runtime process and
 /// settle the ledger rows it left open. Run once, before serving tool calls.
 pub async fn recover(registry: &Arc<ExecRegistry>) -> Result<RecoveryReport, StateError> {
-    let outcomes = registry.recover_orphans().await?;
+    let alive = registry.db().run(|c| crate::state::boots::alive(c)).await?;
+    let outcomes = registry.recover_orphans(&alive).await?;
     let reaped = outcomes.iter().filter(|(_, s)| s == "reaped_on_restart").count();
     let detached = outcomes.len() - reaped;
     let map: HashMap<String, String> = outcomes.into_iter().collect();
-    let interrupted_operations = idempotency::recover_ledger(registry.db(), map).await?;
+    let interrupted_operations = idempotency::recover_ledger(registry.db(), map, alive.clone()).await?;
+    registry.db().run(move |c| crate::state::boots::forget_dead(c, &alive)).await?;
     Ok(RecoveryReport { reaped, detached, interrupted_operations })
 }
 
@@ -79,4 +81,72 @@ pub fn health(registry: Option<&ExecRegistry>) -> serde_json::Value {
             "message": "command execution is off: the state database could not be opened (see the runtime log)",
         }),
     }
+}
+
+/// Startup of the exec subsystem for `herdr-mcp serve`: resolves the state
+/// directory (`--state-dir`, `HERDR_MCP_STATE_DIR`, XDG, home) and opens it.
+///
+/// An explicitly chosen directory that cannot be used is an error (the user asked
+/// for it); a failing default only turns exec off, logged, so that the file and Git
+/// tools still serve.
+pub fn startup(
+    state_dir_flag: Option<&std::path::Path>,
+    boot_id: &str,
+) -> Result<Option<(Arc<crate::state::StateDb>, Arc<ExecRegistry>)>, String> {
+    let env = |k: &str| std::env::var(k).ok();
+    let explicit = state_dir_flag.is_some() || env("HERDR_MCP_STATE_DIR").is_some_and(|v| !v.is_empty());
+    let opened = crate::state::resolve_state_dir(
+        state_dir_flag,
+        env("HERDR_MCP_STATE_DIR").as_deref(),
+        env("XDG_STATE_HOME").as_deref(),
+        env("HOME").as_deref(),
+    )
+    .map_err(|e| e.to_string())
+    .and_then(|dir| open(&dir, boot_id));
+    match opened {
+        Ok(services) => {
+            tracing::info!(state_db = %services.0.path().display(), "exec sessions ready");
+            Ok(Some(services))
+        }
+        Err(e) if explicit => Err(e),
+        Err(e) => {
+            tracing::error!("command execution is off: {e}");
+            Ok(None)
+        }
+    }
+}
+
+/// Runs [`recover`] and logs what it did; a failure is logged, never fatal.
+pub async fn recover_logged(registry: &Arc<ExecRegistry>) {
+    match recover(registry).await {
+        Ok(r) if r == RecoveryReport::default() => {}
+        Ok(r) => tracing::info!(
+            reaped = r.reaped,
+            detached = r.detached,
+            interrupted_operations = r.interrupted_operations,
+            "recovered exec state left by an earlier runtime process"
+        ),
+        Err(e) => tracing::error!("exec recovery after restart failed: {e}"),
+    }
+}
+
+/// Calls `f` for every session that ends from now on (the push bus turns these into
+/// `exec_completed`). A subscriber that falls more than the backlog behind skips
+/// the missed events rather than stalling sessions; the task ends with the registry.
+pub fn on_completion(
+    registry: &Arc<ExecRegistry>,
+    f: impl Fn(ExecCompleted) + Send + 'static,
+) -> tokio::task::JoinHandle<()> {
+    let mut rx = registry.subscribe();
+    tokio::spawn(async move {
+        loop {
+            match rx.recv().await {
+                Ok(done) => f(done),
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                    tracing::warn!(missed = n, "exec completion subscriber fell behind");
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    })
 }

@@ -2,7 +2,7 @@
 //! prunes finished sessions and answers lookups (including sessions of a previous
 //! runtime process).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -331,12 +331,15 @@ impl ExecRegistry {
         }
     }
 
-    /// Sessions another runtime process left running: their process groups are
+    /// Sessions a dead runtime process left running: their process groups are
     /// terminated when still provably ours, and each row is marked with what
     /// happened. Returns `(session_id, recovery_state)` per row.
-    pub async fn recover_orphans(&self) -> Result<Vec<(String, String)>, StateError> {
+    /// `alive` lists boots whose runtime process still runs; their sessions are
+    /// theirs, not orphans.
+    pub async fn recover_orphans(&self, alive: &HashSet<String>) -> Result<Vec<(String, String)>, StateError> {
         let boot = self.db.boot_id().to_string();
         let rows = self.db.run(move |c| sessions::running_from_other_boots(c, &boot)).await?;
+        let rows: Vec<SessionRow> = rows.into_iter().filter(|r| !alive.contains(&r.boot_id)).collect();
         let grace = self.config.orphan_grace;
         let outcomes = futures::future::join_all(rows.into_iter().map(|row| async move {
             let target = signal::Target {

@@ -12,8 +12,17 @@ use super::StateError;
 
 /// The ordered migrations; the schema version is the number applied.
 pub const MIGRATIONS: &[&str] = &[
-    // v1: exec sessions, the operations ledger, the prompt registry.
+    // v1: runtime boots, exec sessions, the operations ledger, the prompt registry.
     r#"
+    -- One row per runtime process that opened the database: several runtimes may
+    -- share a state dir, and recovery must only touch what a dead one left behind.
+    CREATE TABLE boots (
+        boot_id      TEXT PRIMARY KEY,
+        pid          INTEGER NOT NULL,
+        start_ticks  INTEGER,
+        started_at   INTEGER NOT NULL
+    );
+
     CREATE TABLE exec_sessions (
         session_id       TEXT PRIMARY KEY,
         boot_id          TEXT NOT NULL,

@@ -8,6 +8,7 @@
 //! work onto tokio's blocking pool. One connection behind a mutex is plenty: every
 //! statement is tiny, and WAL keeps readers of other processes unblocked.
 
+pub mod boots;
 pub mod dir;
 pub mod ledger;
 pub mod migrations;
@@ -62,6 +63,7 @@ impl StateDb {
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(open_err)?;
         conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(open_err)?;
         migrations::apply(&mut conn, &path)?;
+        boots::register(&conn, boot_id, now_ms())?;
         Ok(StateDb { conn: Mutex::new(conn), path, boot_id: boot_id.to_string() })
     }
 
