@@ -6,7 +6,11 @@
 //! benchmarks can build the same server in-process when they need to.
 
 pub mod contract;
+pub mod exec;
+pub mod herdr;
 pub mod policy;
+pub mod push;
 pub mod runtime_info;
+pub mod state;
 pub mod server;
 pub mod tools;

@@ -15,20 +15,29 @@ use crate::policy::Policy;
 use crate::runtime_info::RuntimeInfo;
 
 pub mod common;
-pub mod fs_edit;
-pub mod fs_grep;
-pub mod fs_image;
-pub mod fs_list;
-pub mod fs_patch;
+pub mod exec;
+pub mod exec_common;
+pub mod exec_kill;
+pub mod exec_read;
+pub mod exec_start;
 pub mod fs_read;
-pub mod fs_write;
-pub mod git;
+pub mod mutation;
 pub mod git_cli;
 pub mod inspect;
-pub mod mutation;
+pub mod skill;
+pub mod git;
+pub mod fs_write;
+pub mod fs_list;
+pub mod fs_patch;
 pub mod patch_apply;
 pub mod patch_parse;
-pub mod skill;
+pub mod fs_image;
+pub mod fs_grep;
+pub mod fs_edit;
+pub mod call;
+pub mod methods;
+pub mod prompt;
+pub mod since;
 
 /// Everything a tool handler may consult. Shared as `Arc<ToolContext>` by all calls.
 /// Build it with [`ToolContext::new`]; optional subsystems hang off `services`.
@@ -42,7 +51,19 @@ pub struct ToolContext {
 /// later parts of the runtime attach. Every field has a default so that adding one
 /// never breaks code that builds a context.
 #[derive(Default, Clone)]
-pub struct Services {}
+pub struct Services {
+    /// The Herdr connection (client, event cache, schema, prompt registry).
+    pub herdr: Option<Arc<crate::herdr::HerdrService>>,
+    /// The push bus behind `/push/events`.
+    pub push: Option<Arc<crate::push::PushBus>>,
+    /// The state database (exec sessions, operations ledger, prompt registry).
+    pub state: Option<Arc<crate::state::StateDb>>,
+    /// Exec sessions; without it the exec tools answer `exec_unavailable`.
+    pub exec: Option<Arc<crate::exec::ExecRegistry>>,
+    /// Live workspaces and agent activity (Herdr); without it `herdr_exec` offers
+    /// one workspace per managed root and nobody counts as busy.
+    pub workspaces: Option<Arc<dyn crate::exec::workspaces::WorkspaceSource>>,
+}
 
 impl ToolContext {
     pub fn new(info: RuntimeInfo, policy: Policy) -> Self {
@@ -264,18 +285,7 @@ fn validate(validator: &jsonschema::Validator, args: &Map<String, Value>) -> Opt
 /// Every tool of the contract, in catalog order. Tools not yet implemented are
 /// simply absent; each module contributes its `spec()`.
 pub fn all_specs() -> Vec<ToolSpec> {
-    vec![
-        inspect::spec(),
-        skill::spec(),
-        fs_read::spec(),
-        fs_list::spec(),
-        fs_grep::spec(),
-        fs_patch::spec(),
-        fs_image::spec(),
-        git::spec(),
-        fs_edit::spec(),
-        fs_write::spec(),
-    ]
+    vec![methods::spec(), inspect::spec(), skill::spec(), call::spec(), since::spec(), fs_read::spec(), fs_list::spec(), fs_grep::spec(), fs_patch::spec(), fs_image::spec(), git::spec(), exec_start::spec(), exec_read::spec(), exec_kill::spec(), exec::spec(), fs_edit::spec(), fs_write::spec(), prompt::spec()]
 }
 
 #[cfg(test)]
