@@ -103,7 +103,8 @@ export async function startStack(name, { sites = [] } = {}) {
   mkdirSync(profile);
   // The host's stderr (its log) goes to the artifacts through a wrapper the manifest points at.
   const wrapper = join(tmp, 'herdr-nmhost-logged');
-  writeFileSync(wrapper, `#!/bin/sh\nexec "${join(BIN_DIR, 'herdr-nmhost')}" "$@" 2>>"${join(logs, 'nmhost.log')}"\n`);
+  // Its pid is recorded so a test can cut the port by ending exactly that process.
+  writeFileSync(wrapper, `#!/bin/sh\necho $$ >> "${join(tmp, 'host.pids')}"\nexec "${join(BIN_DIR, 'herdr-nmhost')}" "$@" 2>>"${join(logs, 'nmhost.log')}"\n`);
   chmodSync(wrapper, 0o755);
   execFileSync(join(BIN_DIR, 'herdr-nmhost'), ['install', '--user-data-dir', profile, '--binary', wrapper], { stdio: 'pipe' });
 
@@ -183,4 +184,10 @@ export async function stopStack(stack) {
     await new Promise((r) => (stack.runtime.exitCode !== null ? r() : stack.runtime.once('exit', r)));
     rmSync(stack.tmp, { recursive: true, force: true });
   }
+}
+
+/// Pids of the native host processes Chromium started for this stack, oldest first.
+export function hostPids(stack) {
+  const file = join(stack.tmp, 'host.pids');
+  return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean).map(Number) : [];
 }

@@ -182,7 +182,10 @@
     event.stopImmediatePropagation();
     event.stopPropagation();
     ask({ type: 'h2w_submit', text, entries: entries() }).then((answer) => {
-      if (!answer?.ok) console.warn('herdr: the bridge refused this message', answer);
+      if (answer?.ok) return;
+      // Refused (e.g. the site was switched off meanwhile): the user's message still goes out, as typed.
+      console.warn('herdr: the bridge refused this message; sending it unbridged', answer);
+      sendText(text);
     });
   }
   document.addEventListener(
