@@ -10,7 +10,7 @@ use herdr_mcp::herdr::{HerdrConfig, HerdrService};
 use herdr_mcp::tools::ToolContext;
 use herdr_sim::harness::{call, config, context, fake_herdr_cli};
 use herdr_sim::{Fault, HerdrSim};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 const WAIT: Duration = Duration::from_secs(5);
@@ -368,4 +368,32 @@ async fn inspect_live_parts_report_herdr_topology_and_projects() {
     assert_eq!((failure.phase, failure.error.code.as_str()), ("ping", "timeout"));
     let out = failure.to_output().payload;
     assert_eq!((out["code"].clone(), out["failure_phase"].clone()), (json!("timeout"), json!("ping")));
+}
+
+#[tokio::test]
+async fn inspect_tool_overlays_live_herdr_on_the_standalone_payload() {
+    let r = rig().await;
+    let out = call(&r.ctx, "herdr_inspect", json!({})).await.payload;
+    assert_eq!(out["ok"], true, "{out}");
+    assert_eq!(out["mode"], "herdr");
+    assert_eq!(out["herdr_available"], true);
+    assert_eq!(out["herdr_version"], "0.8.2");
+    assert_eq!(out["capability_inventory"]["source"], "event_cache");
+    assert_eq!(out["workspaces"][0]["id"], "w1");
+    assert_eq!(out["agents"][0]["pane"], "w1:p1");
+    assert_eq!(out["workstation_info"]["boot_id"], r.ctx.info.boot_id, "standalone fields stay");
+
+    // Herdr configured but not running: the standalone answer, saying why.
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = context(Some(HerdrService::new(config(&dir.path().join("gone.sock")), None)), None, false);
+    let out = call(&ctx, "herdr_inspect", json!({})).await.payload;
+    assert_eq!(out["ok"], true);
+    assert_eq!(out["herdr_available"], false);
+    assert_eq!(out["herdr"]["code"], "socket_missing");
+    assert!(out["herdr"]["hint"].is_string());
+
+    // A Herdr that answers garbage is an error with its phase, not a silent fallback.
+    r.sim.set_method_fault("ping", Some(Fault::Garbage));
+    let out = call(&r.ctx, "herdr_inspect", json!({})).await.payload;
+    assert_eq!((out["code"].clone(), out["failure_phase"].clone()), (json!("parse_error"), json!("ping")));
 }

@@ -168,3 +168,73 @@ async fn describe(t: &Topology, projects: &[roots::Project], service: &HerdrServ
     }
     out
 }
+
+/// Fields of the live part that replace the standalone payload's.
+const LIVE_FIELDS: &[&str] = &[
+    "focused_workspace",
+    "focused_pane",
+    "workspaces",
+    "tabs",
+    "panes",
+    "agents",
+    "shared_projects",
+    "herdr_version",
+    "protocol",
+    "agent_visibility",
+    "agent_allow",
+    "agents_hidden",
+    "capability_inventory",
+    "warnings",
+];
+
+/// `herdr_inspect` with Herdr: the standalone payload (build, policy, exec
+/// environment) overlaid with the live Herdr picture. Without a Herdr server the
+/// standalone payload stands, noting why Herdr is absent; any other Herdr failure
+/// is reported with its phase.
+pub async fn with_live(ctx: &crate::tools::ToolContext, standalone: crate::tools::ToolOutput) -> crate::tools::ToolOutput {
+    let Some(herdr) = ctx.services.herdr.clone() else { return standalone };
+    if !standalone.ok() {
+        return standalone;
+    }
+    let mut payload = standalone.payload;
+    match live_parts(&herdr).await {
+        Ok(mut live) => {
+            let tool_count = payload.pointer("/capability_inventory/tool_count").cloned();
+            for key in LIVE_FIELDS {
+                if let Some(v) = live.remove(*key) {
+                    payload[*key] = v;
+                }
+            }
+            if let Some(count) = tool_count {
+                payload["capability_inventory"]["tool_count"] = count;
+            }
+            payload["mode"] = json!("herdr");
+            payload["herdr_available"] = json!(true);
+            payload["herdr"] = json!({"available": true, "socket": herdr.client.socket_path().display().to_string()});
+            if let Some(info) = payload.get_mut("workstation_info").and_then(Value::as_object_mut) {
+                if let Some(cwd) = live.remove("default_cwd").filter(|v| !v.is_null()) {
+                    info.insert("default_cwd".into(), cwd);
+                }
+                let mut roots: Vec<Value> = info.get("managed_git_roots").and_then(Value::as_array).cloned().unwrap_or_default();
+                for r in live.remove("managed_git_roots").and_then(|v| v.as_array().cloned()).unwrap_or_default() {
+                    if !roots.contains(&r) {
+                        roots.push(r);
+                    }
+                }
+                info.insert("managed_git_roots".into(), json!(roots));
+                info.insert("agent_visibility".into(), json!(herdr.config.visibility.mode()));
+            }
+            crate::tools::ToolOutput::payload(payload)
+        }
+        Err(failure) if failure.error.is_unavailable() => {
+            payload["herdr"] = json!({
+                "available": false,
+                "code": failure.error.code,
+                "message": failure.error.message,
+                "hint": super::error::START_HERDR_HINT,
+            });
+            crate::tools::ToolOutput::payload(payload)
+        }
+        Err(failure) => failure.to_output(),
+    }
+}

@@ -107,3 +107,11 @@ pub fn not_configured() -> ToolOutput {
         json!({"hint": error::START_HERDR_HINT}),
     )
 }
+
+// Tool futures must be Send: everything the Herdr tools share must be Send + Sync.
+const _: fn() = || {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<HerdrService>();
+    send_sync::<crate::push::PushBus>();
+    send_sync::<crate::tools::ToolContext>();
+};

@@ -35,8 +35,23 @@ pub fn spec() -> ToolSpec {
         input_schema: schema,
         access: Access::Read,
         read_only_hint: false,
-        handler: Handler::Blocking(run),
+        handler: Handler::Async(run_with_herdr),
     }
+}
+
+/// With Herdr configured, the live picture overlays the standalone one
+/// (`crate::herdr::inspect::with_live`).
+fn run_with_herdr(ctx: std::sync::Arc<ToolContext>, args: Map<String, Value>) -> super::BoxFuture<ToolOutput> {
+    Box::pin(async move {
+        let standalone = {
+            let ctx = std::sync::Arc::clone(&ctx);
+            tokio::task::spawn_blocking(move || run(&ctx, &args)).await
+        };
+        match standalone {
+            Ok(out) => crate::herdr::inspect::with_live(&ctx, out).await,
+            Err(e) => ToolOutput::protocol_error("internal_error", format!("herdr_inspect failed: {e}")),
+        }
+    })
 }
 
 /// No arguments (spec §1.2: a bare object schema without `$schema`).
