@@ -1,13 +1,13 @@
 //! Resolving a caller's path to a real path inside a managed root (spec §2.1).
 //!
-//! Order: reject control characters and over-long input → anchor relative paths at
+//! Order: reject control, zero-width and bidi characters and over-long input → anchor relative paths at
 //! the policy's relative base → lexical normalization (`.`/`..`, never above `/`) →
 //! secret check → canonicalize (`not_found`) → the real path must stay inside the root
 //! the lexical path belongs to (`symlink_escape`) → secret check again on the real path.
 //!
 //! The secret check looks at the components *below* the managed root, so a project
-//! that happens to live under e.g. `/srv/tokens/` stays usable; outside every root
-//! the whole path is checked (it is refused either way).
+//! that happens to live under e.g. `/srv/tokens/` stays usable. A path outside every
+//! root is refused as `outside_managed_roots` whatever its name.
 
 use std::io::ErrorKind;
 use std::path::{Component, Path, PathBuf};
@@ -143,10 +143,10 @@ impl Policy {
                 json!({}),
             ));
         }
-        if raw.chars().any(char::is_control) {
+        if raw.chars().any(is_deceptive) {
             return Err(Refusal::code(
                 "invalid_params",
-                "path contains a NUL or other control character",
+                "path contains a NUL, control, zero-width or text-direction character",
                 json!({"path": raw.escape_debug().to_string()}),
             ));
         }
@@ -173,14 +173,18 @@ impl Policy {
     /// A lexical path outside every root: refused unless it is an alias (a symlinked
     /// directory such as macOS `/tmp`) whose real path is inside a root.
     fn outside_or_aliased(&self, raw: &str, lexical: &Path) -> Result<Resolved, Refusal> {
-        if is_secret_path(lexical) {
-            return Err(secret(lexical));
-        }
         let Ok(real) = lexical.canonicalize() else { return Err(self.outside(raw)) };
         let Some(root) = self.root_of(&real).map(Path::to_path_buf) else { return Err(self.outside(raw)) };
         deny_secret(&real, &root)?;
         Ok(Resolved { real, root })
     }
+}
+
+/// Characters no honest path needs: C0/C1 controls (NUL, newline, escape…),
+/// zero-width characters and bidirectional overrides that make a path display as
+/// something other than what it is.
+fn is_deceptive(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
 }
 
 /// `.` and `..` removed without touching the disk; `..` never climbs above `/`.
