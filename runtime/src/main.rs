@@ -104,6 +104,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         services.state = Some(Arc::clone(db));
         services.exec = Some(Arc::clone(registry));
     }
+    // Herdr is optional: without a server its tools say so; the cache keeps trying.
+    let herdr = herdr_mcp::herdr::attach(&mut services, &policy);
     let ctx = Arc::new(ToolContext { info, policy, services });
     let state = Arc::new(ServerState::new(ToolRegistry::standard(), ctx)?);
 
@@ -114,6 +116,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     runtime.block_on(async move {
         let shutdown = CancellationToken::new();
         server::cancel_on_signals(shutdown.clone())?;
+        if let Some(herdr) = &herdr {
+            herdr.start(shutdown.clone());
+        }
         if let Some((_, registry)) = &exec {
             // Before serving: orphans of a killed runtime end, its open ledger rows settle.
             herdr_mcp::exec::recover_logged(registry).await;

@@ -12,6 +12,7 @@ pub mod error;
 pub mod history;
 pub mod inspect;
 pub mod prompt_registry;
+pub mod prompt_store_sqlite;
 pub mod push_view;
 pub mod roots;
 pub mod schema;
@@ -19,6 +20,7 @@ pub mod snapshot;
 pub mod socket_path;
 pub mod topology;
 pub mod visibility;
+pub mod workspaces;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -115,3 +117,29 @@ const _: fn() = || {
     send_sync::<crate::push::PushBus>();
     send_sync::<crate::tools::ToolContext>();
 };
+
+/// Startup wiring: builds the push bus and the Herdr service from the environment
+/// and attaches them (and Herdr as `herdr_exec`'s workspace source) to `services`.
+/// The caller starts the event cache with [`HerdrService::start`] once a tokio
+/// runtime runs. A bad `HERDR_SESSION` leaves Herdr out, with a warning, rather
+/// than stopping the runtime.
+pub fn attach(services: &mut crate::tools::Services, policy: &crate::policy::Policy) -> Option<Arc<HerdrService>> {
+    let bus = Arc::new(PushBus::new(crate::push::PushConfig::default()));
+    services.push = Some(Arc::clone(&bus));
+    let config = match HerdrConfig::from_env() {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!("Herdr integration disabled: {e}");
+            return None;
+        }
+    };
+    tracing::info!(socket = %config.socket_path.display(), cli = ?config.herdr_bin, "Herdr socket");
+    let mut service = HerdrService::new(config, Some(bus));
+    if let Some(db) = &services.state {
+        service = service.with_prompt_store(Arc::new(prompt_store_sqlite::SqlitePromptStore::new(Arc::clone(db))));
+    }
+    services.herdr = Some(Arc::clone(&service));
+    let fallback = crate::exec::workspaces::StandaloneWorkspaces::from_policy(policy);
+    services.workspaces = Some(Arc::new(workspaces::HerdrWorkspaces::new(Arc::clone(&service), fallback)));
+    Some(service)
+}

@@ -31,12 +31,19 @@ pub fn router(state: Arc<ServerState>, endpoint: McpEndpoint) -> Router {
         let endpoint = endpoint.clone();
         async move { endpoint.handle(request).await }
     };
-    Router::new()
+    // The push stream (/push/events, /push/state) rides on the same listeners, so
+    // TCP gets it behind the same bearer.
+    let push = state.ctx.services.push.clone();
+    let routes = Router::new()
         .route("/health", get(health::health))
         .route("/mcp", any(mcp.clone()))
         .route("/mcp/", any(mcp.clone()))
         .route("/", any(mcp))
-        .with_state(state)
+        .with_state(state);
+    match push {
+        Some(bus) => routes.merge(crate::push::sse::router(bus)),
+        None => routes,
+    }
 }
 
 /// Binds every listener (failing fast with a clear error), then serves until
