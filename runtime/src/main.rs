@@ -119,6 +119,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         if let Some(herdr) = &herdr {
             herdr.start(shutdown.clone());
         }
+        if let (Some((_, registry)), Some(bus)) = (&exec, &state.ctx.services.push) {
+            bus.follow_exec(registry);
+        }
         if let Some((_, registry)) = &exec {
             // Before serving: orphans of a killed runtime end, its open ledger rows settle.
             herdr_mcp::exec::recover_logged(registry).await;

@@ -122,3 +122,27 @@ async fn runtime_without_herdr_answers_unavailable_and_an_empty_push_state() {
     assert_eq!(inspect["herdr_available"], false);
     assert!(started.elapsed() < Duration::from_secs(5));
 }
+
+#[tokio::test]
+async fn a_finished_exec_reaches_the_push_stream() {
+    let repo = common::git_repo(&[("a.txt", "a\n")]);
+    let rt = Runtime::start(&[repo.path()], &[]).await;
+    let mut sse = Sse::open(&rt.socket, "").await;
+    sse.read_until("event: hello").await;
+    let client = rt.client().await;
+    let root = repo.path().canonicalize().unwrap().display().to_string();
+    let started = call_tool(&client, "herdr_exec_start", json!({"root": root, "command": "exit 3"})).await;
+    assert_eq!(started["ok"], true, "{started}");
+    let session = started["session_id"].as_str().expect("session id").to_string();
+    sse.read_until("event: exec_completed").await;
+    let data: Value = sse
+        .text
+        .split("\n\n")
+        .find(|b| b.contains("event: exec_completed"))
+        .and_then(|b| b.lines().find_map(|l| l.strip_prefix("data: ")))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .unwrap();
+    assert_eq!(data["session_id"], session);
+    assert_eq!(data["exit_code"], 3);
+    assert_eq!(data["root"], root);
+}

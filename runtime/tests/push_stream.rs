@@ -97,13 +97,14 @@ async fn exec_completed_is_delivered_with_its_fields() {
     let bus = PushBus::new(PushConfig::default());
     let everyone = bus.subscribe(Filter::default());
     let only_w1 = bus.subscribe(Filter { workspace: Some("w1".into()), pane: None });
-    let seq = bus.publish_exec_completed("exec-42", "/repo", Some(3), None);
+    let seq = bus.publish_exec_completed("exec-42", "/repo", Some(3), None, None);
     let e = next_event(&everyone).await;
     assert_eq!(e.kind, kinds::EXEC_COMPLETED);
     assert_eq!((e.seq, &e.data["session_id"], &e.data["root"], &e.data["exit_code"]), (seq, &json!("exec-42"), &json!("/repo"), &json!(3)));
     assert_eq!(next_event(&only_w1).await.seq, seq, "an exec without a workspace reaches filtered clients");
-    bus.publish_exec_completed("exec-43", "/other", None, Some("w2"));
-    assert_eq!(next_event(&everyone).await.data["exit_code"], Value::Null);
+    bus.publish_exec_completed("exec-43", "/other", None, Some("SIGKILL"), Some("w2"));
+    let killed = next_event(&everyone).await;
+    assert_eq!((&killed.data["exit_code"], &killed.data["signal"]), (&Value::Null, &json!("SIGKILL")));
     assert!(only_w1.try_next().is_none(), "w2's exec is not w1's business");
 }
 
@@ -175,7 +176,7 @@ async fn sse_route_sends_hello_then_events_and_keep_alives() {
     let mut text = String::new();
     read_until(&mut body, &mut text, "event: hello").await;
     read_until(&mut body, &mut text, ": keep-alive").await;
-    bus.publish_exec_completed("exec-1", "/repo", Some(0), None);
+    bus.publish_exec_completed("exec-1", "/repo", Some(0), None, None);
     bus.publish(kinds::AGENT_WORKING, Some("w2"), Some("w2:p1"), json!({"pane": "w2:p1"}));
     bus.publish(kinds::AGENT_WORKING, Some("w1"), Some("w1:p1"), json!({"pane": "w1:p1"}));
     read_until(&mut body, &mut text, "event: agent_working").await;

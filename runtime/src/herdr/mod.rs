@@ -70,8 +70,14 @@ impl HerdrService {
         }
     }
 
-    /// Starts the event cache's background loop.
-    pub fn start(&self, cancel: CancellationToken) -> tokio::task::JoinHandle<()> {
+    /// Starts the event cache's background loop and warms the API schema cache.
+    pub fn start(self: &Arc<Self>, cancel: CancellationToken) -> tokio::task::JoinHandle<()> {
+        let me = Arc::clone(self);
+        tokio::spawn(async move {
+            if let Err(why) = me.schema.get().await {
+                tracing::debug!("Herdr API schema not loaded at startup: {why}");
+            }
+        });
         self.cache.spawn(cancel)
     }
 

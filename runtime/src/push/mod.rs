@@ -222,12 +222,29 @@ impl PushBus {
     }
 
     /// A finished exec session, so that a bound chat can be woken without Herdr.
-    pub fn publish_exec_completed(&self, session_id: &str, root: &str, exit_code: Option<i32>, workspace: Option<&str>) -> u64 {
-        let mut data = json!({"session_id": session_id, "root": root, "exit_code": exit_code, "at": now()});
+    /// `signal` names the signal that ended it, if any.
+    pub fn publish_exec_completed(
+        &self,
+        session_id: &str,
+        root: &str,
+        exit_code: Option<i32>,
+        signal: Option<&str>,
+        workspace: Option<&str>,
+    ) -> u64 {
+        let mut data = json!({"session_id": session_id, "root": root, "exit_code": exit_code, "signal": signal, "at": now()});
         if let Some(ws) = workspace {
             data["workspace"] = json!(ws);
         }
         self.publish(kinds::EXEC_COMPLETED, workspace, None, data)
+    }
+
+    /// Turns every exec session that ends from now on into `exec_completed`.
+    pub fn follow_exec(self: &Arc<Self>, registry: &Arc<crate::exec::ExecRegistry>) -> tokio::task::JoinHandle<()> {
+        let bus = Arc::clone(self);
+        crate::exec::on_completion(registry, move |done| {
+            let root = done.root.display().to_string();
+            bus.publish_exec_completed(&done.session_id, &root, done.exit_code, done.signal.as_deref(), None);
+        })
     }
 
     /// The `hello` body for a client with `filter`.
