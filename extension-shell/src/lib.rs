@@ -1,11 +1,10 @@
 //! extension-shell: binds ext-core to `chrome.*` for the unpacked MV3 extension.
 //!
-//! Pure pieces (site table, sender checks, MCP framing, fold labels, binding migration) are
+//! Pure pieces (site table, sender checks, MCP framing, applying the binding migration) are
 //! plain Rust tested natively; the `wasm` half (native port, conversations, storage) only runs
 //! inside the service worker, behind the thin `sw.js` bootstrap.
 
-pub mod bindings;
-pub mod fold_labels;
+pub mod conversation_state;
 pub mod mcp;
 pub mod sender;
 pub mod sites;

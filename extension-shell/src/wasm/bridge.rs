@@ -10,6 +10,7 @@ use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
 use ext_core::engine::{CallReply, Command, Engine, EngineConfig, Event, ExecCall, Status, StopReason};
+use ext_core::fold::{self, fold_decision};
 use ext_core::journal::{CallJournal, Role, TranscriptEntry, has_pending_tool_reply};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -17,8 +18,7 @@ use wasm_bindgen::prelude::*;
 
 use super::port::{self, PortFailure};
 use super::{io, store};
-use crate::bindings::{AUTOMATION_KEY, BINDINGS_KEY, migrate_zai_root};
-use crate::fold_labels::label_for;
+use crate::conversation_state::{AUTOMATION_KEY, BINDINGS_KEY, migrate};
 use crate::mcp;
 use crate::sender::VerifiedSender;
 use crate::sites::{BridgeSite, is_root_key};
@@ -102,7 +102,7 @@ fn stored_journal(key: &str) -> Option<(String, CallJournal)> {
 }
 
 /// Binds the reporting tab to its conversation; returns the conversation handle.
-fn attach(v: &VerifiedSender, page_id: &str, tab_url: &str) -> u64 {
+fn attach(v: &VerifiedSender, page_id: &str) -> u64 {
     let now = io::now();
     let mut migrate_bindings = false;
     let mut journal_moves: Option<(String, String)> = None;
@@ -123,13 +123,11 @@ fn attach(v: &VerifiedSender, page_id: &str, tab_url: &str) -> u64 {
                     journal_moves = Some((prev_key.clone(), v.conv_key.clone()));
                 }
                 // The tab left that chat: its work must not drive this page.
-                Some(pid) => {
-                    if c.by_id.get(&pid).is_some_and(|conv| conv.tab.0 == v.tab_id) {
-                        c.by_id.remove(&pid);
-                        c.by_key.remove(&prev_key);
-                    }
+                Some(pid) if c.by_id.get(&pid).is_some_and(|conv| conv.tab.0 == v.tab_id) => {
+                    c.by_id.remove(&pid);
+                    c.by_key.remove(&prev_key);
                 }
-                None => {}
+                _ => {}
             }
         }
         if v.site == BridgeSite::Zai && previous.as_ref().map(|(k, _)| k) != Some(&v.conv_key) {
@@ -179,7 +177,7 @@ fn attach(v: &VerifiedSender, page_id: &str, tab_url: &str) -> u64 {
         move_journal(&from, &to);
     }
     if migrate_bindings {
-        migrate_conversation_state(&v.conv_key, v.tab_id, tab_url, now);
+        migrate_conversation_state(&v.conv_key, v.tab_id, now);
     }
     id
 }
@@ -198,11 +196,12 @@ fn move_journal(from: &str, to: &str) {
     });
 }
 
-fn migrate_conversation_state(target: &str, tab_id: i32, tab_url: &str, now: u64) {
+fn migrate_conversation_state(target: &str, tab_id: i32, now: u64) {
     let as_map = |v: Option<Value>| v.and_then(|v| v.as_object().cloned()).unwrap_or_default();
     let bindings = as_map(store::get(BINDINGS_KEY));
     let automation = as_map(store::get(AUTOMATION_KEY));
-    let Some(m) = migrate_zai_root(&bindings, &automation, target, Some(tab_id), tab_url, now) else { return };
+    // The reported key, not the tab's URL: Chrome may not have seen the page's pushState yet.
+    let Some(m) = migrate(&bindings, &automation, target, tab_id, now) else { return };
     io::log("info", &format!("moved {} binding(s) and the Auto setting from the z.ai root to {target}", m.moved_rows));
     let mut items = Map::new();
     items.insert(BINDINGS_KEY.into(), Value::Object(m.bindings));
@@ -216,11 +215,12 @@ fn migrate_conversation_state(target: &str, tab_id: i32, tab_url: &str, now: u64
 }
 
 /// A page report: track the reply, feed the engine, resume after a reload, decide folding.
-pub async fn report(v: VerifiedSender, page_id: String, tab_url: String, entries: Vec<PageEntry>) -> Value {
-    let id = attach(&v, &page_id, &tab_url);
+pub async fn report(v: VerifiedSender, page_id: String, entries: Vec<PageEntry>) -> Value {
+    let id = attach(&v, &page_id);
     let now = io::now();
     let (_, stable_ms) = config();
     let mut resume: Option<(Vec<TranscriptEntry>, String, u64)> = None;
+    let mut last_finished = true;
     let (commands, generation, watch) = CONVS.with(|c| {
         let mut c = c.borrow_mut();
         let conv = c.by_id.get_mut(&id).expect("attached conversation exists");
@@ -234,6 +234,7 @@ pub async fn report(v: VerifiedSender, page_id: String, tab_url: String, entries
             conv.reply = Some((last.id.clone(), last.text.clone(), changed_at));
             let done = conv.site.reply_looks_done(&last.text, &last.root_text, last.busy) && now.saturating_sub(changed_at) >= stable_ms;
             settled = done || conv.handled.contains(&last.id);
+            last_finished = settled;
             if !conv.handled.contains(&last.id) {
                 if conv.engine.is_running() {
                     commands = conv.engine.handle(Event::ReplySnapshot { message_id: last.id.clone(), text: last.text.clone(), done, now_ms: now });
@@ -260,17 +261,23 @@ pub async fn report(v: VerifiedSender, page_id: String, tab_url: String, entries
             }
         });
     }
+    let count = entries.len();
     let fold: Vec<Value> = entries
         .iter()
-        .filter(|e| !e.folded)
-        .filter_map(|e| label_for(e.role(), &e.text).map(|label| json!({ "id": e.id, "label": label })))
+        .enumerate()
+        .filter(|(_, e)| !e.folded)
+        .filter_map(|(i, e)| {
+            let role = if e.role() == Role::Assistant { fold::Role::Assistant } else { fold::Role::User };
+            let finished = i + 1 < count || last_finished;
+            fold_decision(role, &e.text, finished).map(|label| json!({ "id": e.id, "label": label.text() }))
+        })
         .collect();
     json!({ "ok": true, "fold": fold, "watch": watch })
 }
 
 /// The user pressed send: start a bridged task (or send unbridged when no catalog).
-pub async fn submit(v: VerifiedSender, page_id: String, tab_url: String, text: String, entries: Vec<PageEntry>) -> Value {
-    let id = attach(&v, &page_id, &tab_url);
+pub async fn submit(v: VerifiedSender, page_id: String, text: String, entries: Vec<PageEntry>) -> Value {
+    let id = attach(&v, &page_id);
     let catalog = fetch_catalog().await;
     let bridged = catalog.is_ok();
     let error = catalog.as_ref().err().map(|e| e.code.clone());

@@ -93,11 +93,10 @@ async fn route(message: Value, sender: Value) -> Value {
                 Ok(v) => v,
                 Err(code) => return refused(code),
             };
-            let tab_url = info.tab_url.unwrap_or_default();
             match kind.as_str() {
                 "h2w_hello" => json!({ "ok": true, "site": verified.site.name(), "selectors": verified.site.selectors() }),
-                "h2w_report" => bridge::report(verified, text("pageId"), tab_url, entries_of(&message)).await,
-                "h2w_submit" => bridge::submit(verified, text("pageId"), tab_url, text("text"), entries_of(&message)).await,
+                "h2w_report" => bridge::report(verified, text("pageId"), entries_of(&message)).await,
+                "h2w_submit" => bridge::submit(verified, text("pageId"), text("text"), entries_of(&message)).await,
                 "h2w_catalog" => match bridge::fetch_catalog().await {
                     Ok(tools) => json!({ "ok": true, "tools": tools }),
                     Err(e) => json!({ "ok": false, "error": e.code, "detail": e.detail }),

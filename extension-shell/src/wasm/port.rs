@@ -38,6 +38,8 @@ pub struct HttpAnswer {
 }
 
 type Reply = oneshot::Sender<Result<Value, PortFailure>>;
+/// onMessage and onDisconnect handlers, created once and kept for every reconnect.
+type PortCallbacks = (Closure<dyn FnMut(JsValue)>, Closure<dyn FnMut(JsValue)>);
 
 #[derive(Default)]
 struct Inner {
@@ -54,7 +56,7 @@ struct Inner {
 
 thread_local! {
     static PORT: RefCell<Inner> = RefCell::new(Inner { backoff_ms: BACKOFF_START_MS, ..Inner::default() });
-    static CALLBACKS: RefCell<Option<(Closure<dyn FnMut(JsValue)>, Closure<dyn FnMut(JsValue)>)>> = const { RefCell::new(None) };
+    static CALLBACKS: RefCell<Option<PortCallbacks>> = const { RefCell::new(None) };
     static RECONNECT: RefCell<Option<Closure<dyn FnMut()>>> = const { RefCell::new(None) };
 }
 
