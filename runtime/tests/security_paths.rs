@@ -276,3 +276,23 @@ fn snapshot_outside(f: &Fixture) -> Vec<(String, Vec<u8>)> {
     out.sort();
     out
 }
+
+#[test]
+fn path_length_limit_is_exact() {
+    let f = fixture();
+    let ctx = f.repo.ctx();
+    // Short components stay under NAME_MAX, so only the total length matters.
+    let at_limit = format!("{}xx", "x/".repeat(2047));
+    assert_eq!(at_limit.len(), herdr_mcp::policy::paths::MAX_PATH_BYTES);
+    let over = format!("{at_limit}x");
+    for tool in ["herdr_fs_read", "herdr_fs_list", "herdr_fs_image"] {
+        let r = call(&ctx, tool, json!({"path": at_limit}));
+        assert_eq!(kind(&r), NOT_FOUND, "{tool}: {r}");
+        let r = call(&ctx, tool, json!({"path": over}));
+        assert_eq!(kind(&r), INVALID, "{tool}: {r}");
+    }
+    let r = call(&ctx, "herdr_fs_write", json!({"path": at_limit, "content": ""}));
+    assert_eq!(kind(&r), PARENT, "{r}");
+    let r = call(&ctx, "herdr_fs_write", json!({"path": over, "content": ""}));
+    assert_eq!(kind(&r), INVALID, "{r}");
+}

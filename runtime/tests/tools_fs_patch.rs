@@ -58,6 +58,9 @@ fn applies_add_update_delete_and_move_together() {
     // moved/ does not exist: the whole patch must fail without touching anything.
     assert_reason(&r, "parent_not_found");
     std::fs::create_dir(repo.path("moved")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(repo.path("mv.txt"), std::fs::Permissions::from_mode(0o750)).unwrap();
+    repo.commit_all();
     let r = patch(
         &repo,
         "*** Add File: new.txt\n+hello\n+world\n*** Update File: src/a.rs\n@@ fn a() {\n-    1\n+    10\n+    11\n*** Delete File: old.txt\n*** Update File: mv.txt\n*** Move to: moved/here.txt\n@@\n-move me\n+moved\n",
@@ -73,6 +76,8 @@ fn applies_add_update_delete_and_move_together() {
     assert_eq!(repo.read("src/a.rs"), b"fn a() {\n    10\n    11\n}\n");
     assert!(!repo.path("old.txt").exists() && !repo.path("mv.txt").exists());
     assert_eq!(repo.read("moved/here.txt"), b"moved\n");
+    let mode = std::fs::metadata(repo.path("moved/here.txt")).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o750, "a moved file keeps its permissions");
 }
 
 #[test]

@@ -19,6 +19,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub enum Change {
     /// Create or replace `path` with `bytes`.
     Write { path: PathBuf, bytes: Vec<u8> },
+    /// Create `path` with `bytes` and the permissions of the file `like` (the
+    /// source of a move, so an executable stays executable).
+    WriteLike { path: PathBuf, bytes: Vec<u8>, like: PathBuf },
     /// Remove the file at `path`.
     Delete { path: PathBuf },
 }
@@ -26,7 +29,7 @@ pub enum Change {
 impl Change {
     pub fn path(&self) -> &Path {
         match self {
-            Change::Write { path, .. } | Change::Delete { path } => path,
+            Change::Write { path, .. } | Change::WriteLike { path, .. } | Change::Delete { path } => path,
         }
     }
 }
@@ -55,8 +58,13 @@ pub fn commit_with_fault(
     let txn = txn_id();
     let mut temps: Vec<Option<PathBuf>> = Vec::with_capacity(changes.len());
     for (i, change) in changes.iter().enumerate() {
-        match change {
-            Change::Write { path, bytes } => match stage(path, bytes, &txn, i) {
+        let staged = match change {
+            Change::Write { path, bytes } => Some((path, stage(path, bytes, path, &txn, i))),
+            Change::WriteLike { path, bytes, like } => Some((path, stage(path, bytes, like, &txn, i))),
+            Change::Delete { .. } => None,
+        };
+        match staged {
+            Some((path, result)) => match result {
                 Ok(tmp) => temps.push(Some(tmp)),
                 Err(e) => {
                     remove_all(temps.iter().flatten());
@@ -67,7 +75,7 @@ pub fn commit_with_fault(
                     });
                 }
             },
-            Change::Delete { .. } => temps.push(None),
+            None => temps.push(None),
         }
     }
 
@@ -154,13 +162,14 @@ fn undo(done: &[Step]) -> Vec<String> {
     errors
 }
 
-/// Writes `bytes` to a fresh temp file next to `target`, with `target`'s permissions.
-fn stage(target: &Path, bytes: &[u8], txn: &str, i: usize) -> io::Result<PathBuf> {
+/// Writes `bytes` to a fresh temp file next to `target`, with the permissions of
+/// `perms_of` when that file exists.
+fn stage(target: &Path, bytes: &[u8], perms_of: &Path, txn: &str, i: usize) -> io::Result<PathBuf> {
     let tmp = sibling(target, txn, i, "tmp");
     let result = (|| {
         let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
         file.write_all(bytes)?;
-        if let Ok(meta) = fs::metadata(target) {
+        if let Ok(meta) = fs::metadata(perms_of) {
             file.set_permissions(meta.permissions())?;
         }
         file.sync_all()
@@ -222,6 +231,9 @@ mod tests {
         assert_eq!(fs::metadata(&a).unwrap().permissions().mode() & 0o777, 0o751);
         assert_eq!(fs::read(&b).unwrap(), b"new b");
         assert!(!c.exists());
+        let d = tmp.path().join("d");
+        commit(&[Change::WriteLike { path: d.clone(), bytes: b"d".to_vec(), like: a.clone() }]).unwrap();
+        assert_eq!(fs::metadata(&d).unwrap().permissions().mode() & 0o777, 0o751);
         assert!(leftovers(tmp.path()).is_empty());
     }
 

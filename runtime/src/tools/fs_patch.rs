@@ -191,7 +191,7 @@ fn plan_op(ctx: &ToolContext, root: &Path, op: &Op, plan: &mut Plan) -> Result<(
                         "operation": "update",
                         "moved_from": src.real.display().to_string(),
                     }));
-                    plan.changes.push(Change::Write { path: dest.path, bytes });
+                    plan.changes.push(Change::WriteLike { path: dest.path, bytes, like: src.real.clone() });
                     plan.changes.push(Change::Delete { path: src.real });
                 }
             }
