@@ -121,3 +121,19 @@ fn ctx_for(locked: &Repo, writable: &Repo) -> std::sync::Arc<herdr_mcp::tools::T
         .with_write_roots(Some(vec![writable.root.clone()]));
     ctx(policy)
 }
+
+#[test]
+fn a_broken_repository_is_git_status_failed_not_a_silent_write() {
+    let repo = Repo::with_files(&[("a.txt", "one\n")]);
+    // A HEAD git cannot parse makes every status fail.
+    std::fs::write(repo.path(".git/HEAD"), "garbage\n").unwrap();
+    let ctx = repo.ctx();
+    let r = call(&ctx, "herdr_fs_edit", json!({"path": repo.p("a.txt"), "old_string": "one", "new_string": "1"}));
+    assert_reason(&r, "git_status_failed");
+    let r = call(&ctx, "herdr_fs_write", json!({"path": repo.p("a.txt"), "content": "x", "overwrite": true}));
+    assert_reason(&r, "git_status_failed");
+    assert_eq!(repo.read("a.txt"), b"one\n");
+    // confirm_dirty skips the check: the caller already accepted local changes.
+    let r = call(&ctx, "herdr_fs_edit", json!({"path": repo.p("a.txt"), "old_string": "one", "new_string": "1", "confirm_dirty": true}));
+    assert_eq!(r["ok"], true, "{r}");
+}

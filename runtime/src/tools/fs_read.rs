@@ -177,7 +177,7 @@ mod tests {
         assert_eq!((w.returned, w.cut_by_bytes), (2, true));
         let w = win("ab\ncd\nef\n", 1, 10, 5);
         assert_eq!(w.content, b"ab\n");
-        assert_eq!(win("ab\ncd\nef\n", 1, 10, 9).cut_by_bytes, false);
+        assert!(!win("ab\ncd\nef\n", 1, 10, 9).cut_by_bytes);
     }
 
     #[test]
