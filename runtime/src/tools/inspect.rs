@@ -12,6 +12,7 @@ use super::git_cli::{is_repo, run_git};
 use super::skill::contract_identity;
 use super::{Access, Handler, ToolContext, ToolOutput, ToolSpec};
 use crate::contract::CONTRACT_EPOCH;
+use crate::exec::workspaces::StandaloneWorkspaces;
 
 /// Deadline of the per-project `git status` (spec §2.1).
 pub const STATUS_TIMEOUT: Duration = Duration::from_millis(750);
@@ -62,7 +63,8 @@ fn schema() -> Value {
 fn run(ctx: &ToolContext, _args: &Map<String, Value>) -> ToolOutput {
     let policy = &ctx.policy;
     let info = &ctx.info;
-    let names = workspace_names(&policy.roots);
+    // The same ids herdr_exec accepts, from the one place that names them.
+    let names: Vec<String> = StandaloneWorkspaces::from_policy(policy).list().iter().map(|w| w.id.clone()).collect();
     let workspaces: Vec<Value> = policy
         .roots
         .iter()
@@ -137,23 +139,6 @@ fn run(ctx: &ToolContext, _args: &Map<String, Value>) -> ToolOutput {
     }))
 }
 
-/// Workspace ids in standalone mode: the root's directory name, with `-2`, `-3`, …
-/// for repeats (the same rule `herdr_exec` uses to accept a workspace name).
-pub fn workspace_names(roots: &[PathBuf]) -> Vec<String> {
-    let mut names: Vec<String> = Vec::with_capacity(roots.len());
-    for root in roots {
-        let base = root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| root.display().to_string());
-        let mut id = base.clone();
-        let mut n = 1;
-        while names.contains(&id) {
-            n += 1;
-            id = format!("{base}-{n}");
-        }
-        names.push(id);
-    }
-    names
-}
-
 /// One project: its git state, or nulls when it is not a repository or git is slow.
 fn project(root: &Path) -> Value {
     let mut p = json!({
@@ -201,15 +186,4 @@ fn exec_environment() -> Value {
 fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn repeated_directory_names_get_suffixes() {
-        let roots = [PathBuf::from("/x/app"), PathBuf::from("/y/app"), PathBuf::from("/z/web"), PathBuf::from("/w/app")];
-        assert_eq!(workspace_names(&roots), ["app", "app-2", "web", "app-3"]);
-    }
 }
