@@ -1,8 +1,8 @@
 //! Starts the real `herdr-mcp serve` on a temp socket with a temp managed root.
 //!
-//! The binary is looked up next to the running test or bench executable
-//! (`target/<profile>/herdr-mcp`); when it is not there it is built once with cargo, in the same
-//! profile and target dir.
+//! The binary is `$HERDR_MCP_BIN` when set (e.g. a runtime built from another checkout), else
+//! the one next to the running test or bench executable (`target/<profile>/herdr-mcp`); when it
+//! is not there it is built once with cargo, in the same profile and target dir.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -20,6 +20,14 @@ pub fn binary() -> Result<PathBuf, String> {
     static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     BUILT
         .get_or_init(|| {
+            if let Some(explicit) = std::env::var_os("HERDR_MCP_BIN") {
+                let explicit = PathBuf::from(explicit);
+                return if explicit.is_file() {
+                    Ok(explicit)
+                } else {
+                    Err(format!("HERDR_MCP_BIN={} is not a file", explicit.display()))
+                };
+            }
             let dir = profile_dir();
             let candidate = dir.join("herdr-mcp");
             if candidate.is_file() {
