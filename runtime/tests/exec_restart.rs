@@ -141,3 +141,21 @@ async fn an_orphan_that_already_ended_is_detached_and_a_foreign_pid_is_never_sig
     // We are still alive, which is the point.
     tokio::time::sleep(Duration::from_millis(1)).await;
 }
+
+#[tokio::test]
+async fn two_live_runtimes_on_one_state_dir_leave_each_other_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = Rig::reopen_at(dir.path());
+    let id = a.start("sleep 300").await;
+    // A second runtime process on the same state directory (same pid here, but its
+    // own boot): A's running session is not an orphan while A lives.
+    let b = Rig::reopen_at(dir.path());
+    let report = herdr_mcp::exec::recover(&b.exec).await.unwrap();
+    assert_eq!(report, herdr_mcp::exec::RecoveryReport::default());
+    assert_eq!(a.read(&id, "both", 0, 1).await["running"], true);
+    let from_b = b.read(&id, "both", 0, 1).await;
+    assert_eq!(from_b["reason"], "session_not_found", "{from_b}");
+    assert!(from_b["message"].as_str().unwrap().contains("another herdr-mcp"), "{from_b}");
+    assert_eq!(a.call("herdr_exec_kill", json!({"session_id": id})).await["killed"], true);
+    assert_eq!(a.wait_done(&id).await["signal"], "SIGTERM");
+}

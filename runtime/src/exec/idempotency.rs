@@ -117,9 +117,9 @@ pub enum Claim {
     /// A finished (or interrupted) earlier call: return its recorded result.
     Replay(Value),
     /// The key belongs to a different request.
-    Conflict(OpRecord),
+    Conflict(Box<OpRecord>),
     /// The earlier call has not settled.
-    InFlight(OpRecord),
+    InFlight(Box<OpRecord>),
 }
 
 static OP_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -200,12 +200,48 @@ pub async fn recover_ledger(
         let mut open = ledger::unsettled_from_other_boots(c, &boot)?;
         open.retain(|op| !alive.contains(&op.boot_id));
         for op in &open {
-            let result = interrupted_result(op, &recovered);
+            let session = op
+                .result
+                .as_ref()
+                .and_then(|r| r.get("session_id"))
+                .and_then(Value::as_str)
+                .map(|sid| crate::state::sessions::get(c, sid))
+                .transpose()?
+                .flatten();
+            let result = match session.filter(|row| row.state == "completed") {
+                Some(row) => closed_result(&row),
+                None => interrupted_result(op, &recovered),
+            };
             ledger::update(c, &op.op_id, "interrupted", ledger::STATE_INTERRUPTED, Some(&result), now)?;
         }
         Ok(open.len())
     })
     .await
+}
+
+/// The command ended before the runtime died, only the settling was lost: its exit
+/// status is known, its output is not.
+fn closed_result(row: &crate::state::sessions::SessionRow) -> Value {
+    let exit_code = row.exit_code;
+    let mut obj = Map::new();
+    obj.insert("ok".into(), json!(exit_code == Some(0)));
+    obj.insert("phase".into(), json!("completed"));
+    obj.insert("session_id".into(), json!(row.session_id));
+    obj.insert("op_id".into(), json!(row.session_id));
+    obj.insert("exit_code".into(), json!(exit_code));
+    if let Some(sig) = &row.signal {
+        obj.insert("signal".into(), json!(sig));
+    }
+    obj.insert("recovery_state".into(), json!("closed_before_restart"));
+    obj.insert("output_lost".into(), json!(true));
+    obj.insert("message".into(), json!(
+        "the command finished before the runtime restarted; its exit status was kept but its output was lost"
+    ));
+    obj.insert("execution".into(), json!({"started": true, "completed": true, "exit_code": exit_code}));
+    if exit_code != Some(0) {
+        obj.insert("failure_origin".into(), json!("child_process"));
+    }
+    Value::Object(obj)
 }
 
 fn interrupted_result(op: &OpRecord, recovered: &HashMap<String, String>) -> Value {
@@ -294,13 +330,29 @@ mod tests {
         let Claim::Fresh { op_id: delivered } = claim(&old, "a", "h").await.unwrap() else { panic!() };
         mark_delivered(&old, &delivered, "es_x").await.unwrap();
         let Claim::Fresh { .. } = claim(&old, "b", "h").await.unwrap() else { panic!() };
+        // c: the command finished (session row completed) but the ledger was not settled.
+        let Claim::Fresh { op_id: closed } = claim(&old, "c", "h").await.unwrap() else { panic!() };
+        mark_delivered(&old, &closed, "es_done").await.unwrap();
+        old.with(|c| {
+            crate::state::sessions::insert(c, &crate::state::sessions::SessionRow {
+                session_id: "es_done".into(), boot_id: "old".into(), pid: 1, pgid: 1, proc_start_ticks: None,
+                root: "/r".into(), cwd: "/r".into(), command: "false".into(), started_at_ms: 1,
+                state: "running".into(), exit_code: None, signal: None, ended_at_ms: None, recovery_state: None,
+            })?;
+            crate::state::sessions::mark_completed(c, "es_done", Some(1), None, 2)
+        })
+        .unwrap();
         drop(old);
         let new = Arc::new(StateDb::open(tmp.path(), "new").unwrap());
         let recovered = HashMap::from([("es_x".to_string(), "reaped_on_restart".to_string())]);
         // While the old boot counts as alive, its rows are not touched.
         let alive = HashSet::from(["old".to_string()]);
         assert_eq!(recover_ledger(&new, recovered.clone(), alive).await.unwrap(), 0);
-        assert_eq!(recover_ledger(&new, recovered, HashSet::new()).await.unwrap(), 2);
+        assert_eq!(recover_ledger(&new, recovered, HashSet::new()).await.unwrap(), 3);
+        let Claim::Replay(c) = claim(&new, "c", "h").await.unwrap() else { panic!() };
+        assert_eq!((c["phase"].clone(), c["exit_code"].clone(), c["ok"].clone()), (json!("completed"), json!(1), json!(false)));
+        assert_eq!(c["execution"], json!({"started": true, "completed": true, "exit_code": 1}));
+        assert_eq!(c["recovery_state"], "closed_before_restart");
         let Claim::Replay(a) = claim(&new, "a", "h").await.unwrap() else { panic!() };
         assert_eq!(a["code"], "exec_interrupted");
         assert_eq!(a["session_id"], "es_x");

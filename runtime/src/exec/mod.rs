@@ -59,10 +59,13 @@ pub async fn recover(registry: &Arc<ExecRegistry>) -> Result<RecoveryReport, Sta
     Ok(RecoveryReport { reaped, detached, interrupted_operations })
 }
 
+/// The state database and the exec registry over it, as a runtime process holds them.
+pub type ExecServices = (Arc<crate::state::StateDb>, Arc<ExecRegistry>);
+
 /// Opens the state database in `state_dir` and builds the exec registry over it,
 /// for a runtime process. Recovery ([`recover`]) still has to run once inside the
 /// async runtime before tool calls are served.
-pub fn open(state_dir: &std::path::Path, boot_id: &str) -> Result<(Arc<crate::state::StateDb>, Arc<ExecRegistry>), String> {
+pub fn open(state_dir: &std::path::Path, boot_id: &str) -> Result<ExecServices, String> {
     let db = Arc::new(crate::state::StateDb::open(state_dir, boot_id).map_err(|e| e.to_string())?);
     let config = ExecConfig::from_env().map_err(|e| e.to_string())?;
     Ok((Arc::clone(&db), ExecRegistry::new(db, config)))
@@ -92,7 +95,7 @@ pub fn health(registry: Option<&ExecRegistry>) -> serde_json::Value {
 pub fn startup(
     state_dir_flag: Option<&std::path::Path>,
     boot_id: &str,
-) -> Result<Option<(Arc<crate::state::StateDb>, Arc<ExecRegistry>)>, String> {
+) -> Result<Option<ExecServices>, String> {
     let env = |k: &str| std::env::var(k).ok();
     let explicit = state_dir_flag.is_some() || env("HERDR_MCP_STATE_DIR").is_some_and(|v| !v.is_empty());
     let opened = crate::state::resolve_state_dir(

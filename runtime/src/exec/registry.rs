@@ -74,7 +74,9 @@ pub struct ExecCompleted {
 pub enum Lookup {
     Live(Arc<Session>),
     /// A session of an earlier runtime process; its output is gone.
-    Recovered { recovery_state: String, row: SessionRow },
+    Recovered { recovery_state: String, row: Box<SessionRow> },
+    /// A session of another herdr-mcp process that shares the state directory.
+    OtherRuntime,
     NotFound,
 }
 
@@ -267,12 +269,20 @@ impl ExecRegistry {
             // Ours but pruned from memory, or past its retention: it is gone.
             return Ok(Lookup::NotFound);
         }
+        if row.state == "running" && row.recovery_state.is_none() {
+            // Not yet recovered: either another runtime sharing this state dir still
+            // runs it (not ours to read), or recovery has not run yet.
+            let boot = row.boot_id.clone();
+            if self.db.run(move |c| crate::state::boots::alive(c).map(|a| a.contains(&boot))).await? {
+                return Ok(Lookup::OtherRuntime);
+            }
+        }
         let recovery_state = match (row.state.as_str(), row.recovery_state.as_deref()) {
             (_, Some(state)) => state.to_string(),
             ("completed", None) => "closed_before_restart".to_string(),
             _ => "detached_unverified".to_string(),
         };
-        Ok(Lookup::Recovered { recovery_state, row })
+        Ok(Lookup::Recovered { recovery_state, row: Box::new(row) })
     }
 
     /// Ends a session's process group: SIGTERM now, SIGKILL after the grace period

@@ -66,7 +66,7 @@ pub enum Reservation {
     /// This call owns the key now; deliver, then settle.
     Fresh,
     /// The key was already taken (by this request or another one).
-    Existing(OpRecord),
+    Existing(Box<OpRecord>),
 }
 
 const COLUMNS: &str =
@@ -124,7 +124,7 @@ pub fn reserve(conn: &mut Connection, op: &NewOp<'_>) -> rusqlite::Result<Reserv
             params![op.kind, op.key_digest],
             from_row,
         )?;
-        Reservation::Existing(existing)
+        Reservation::Existing(Box::new(existing))
     };
     tx.commit()?;
     Ok(outcome)

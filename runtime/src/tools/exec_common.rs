@@ -42,6 +42,11 @@ pub async fn live_session(registry: &ExecRegistry, session_id: &str) -> Result<A
             format!("no exec session {session_id}; sessions are forgotten 1 hour after they end"),
             json!({"session_id": session_id}),
         )),
+        Ok(Lookup::OtherRuntime) => Err(ToolOutput::refusal(
+            "session_not_found",
+            format!("session {session_id} belongs to another herdr-mcp process that shares this state directory; ask that runtime"),
+            json!({"session_id": session_id}),
+        )),
         Ok(Lookup::Recovered { recovery_state, row }) => Err(ToolOutput::refusal(
             "session_recovered_after_restart",
             format!("session {session_id} belonged to an earlier runtime process; its output did not survive the restart"),
