@@ -45,7 +45,7 @@ async fn offsets_page_through_a_stream() {
 async fn both_interleaves_in_write_order() {
     let rig = Rig::new();
     // The pauses make the write order observable across two pipes.
-    let id = rig.start("echo one; sleep 0.2; echo two >&2; sleep 0.2; echo three; sleep 0.2; echo four >&2").await;
+    let id = rig.start("echo one; sleep 0.3; echo two >&2; sleep 0.3; echo three; sleep 0.3; echo four >&2").await;
     rig.wait_done(&id).await;
     assert_eq!(rig.read_all(&id, "both").await.0, "one\ntwo\nthree\nfour\n");
     assert_eq!(rig.read_all(&id, "stdout").await.0, "one\nthree\n");
