@@ -31,8 +31,10 @@ fn big_reply() -> String {
             out.push_str("Next I write the file and check it — résumé of step {n} follows.\n");
         }
         let content = format!("fn f{i}() {{ let s = \"{{\\\"k\\\": [{i}]}}\"; println!(\"$HOME ü\"); }}\n// \u{1F600} end");
-        let line = json!({"tool": "herdr_fs_write", "args": {"workspace": "w1", "path": format!("src/f{i}.rs"), "content": content}});
-        out.push_str(&line.to_string());
+        let args = json!({"workspace": "w1", "path": format!("src/f{i}.rs"), "content": content});
+        // Written by hand so "tool" comes first whatever the map order: the baseline, like the
+        // reference, only finds calls that start with `{"tool":`.
+        out.push_str(&format!("{{\"tool\":\"herdr_fs_write\",\"args\":{args}}}"));
         out.push('\n');
         i += 1;
     }

@@ -296,9 +296,10 @@ impl Engine {
             *parser = ToolCallParser::new();
             *current = Some(message_id.clone());
         }
-        let before = parser.text().len();
+        let (len_before, restarts_before) = (parser.text().len(), parser.restarts());
         parser.feed(text, done);
-        if parser.text().len() != before || parser.restarts() > 0 {
+        // Only a reply that is still changing keeps the wait alive.
+        if parser.text().len() != len_before || parser.restarts() != restarts_before {
             *deadline_ms = now + timeout;
         }
         if done {
