@@ -26,6 +26,12 @@ enum Command {
     /// Serve MCP (streamable HTTP at /mcp, / and /mcp/, plus GET /health).
     #[command(long_about = SERVE_ABOUT)]
     Serve(ServeArgs),
+    /// Edge mode: OAuth 2.1 and the public /mcp endpoint for ChatGPT connectors.
+    #[command(subcommand)]
+    Edge(herdr_mcp::edge::cli::EdgeCommand),
+    /// Approve, list, revoke or cancel the connectors of this machine's edge.
+    #[command(subcommand)]
+    Connector(herdr_mcp::edge::cli::ConnectorCommand),
 }
 
 const SERVE_ABOUT: &str = "\
@@ -82,6 +88,18 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::Edge(cmd) => exit_with(herdr_mcp::edge::cli::run_edge(cmd)),
+        Command::Connector(cmd) => exit_with(herdr_mcp::edge::cli::run_connector(cmd)),
+    }
+}
+
+fn exit_with(result: anyhow::Result<()>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("herdr-mcp: error: {e:#}");
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -1,0 +1,356 @@
+//! `GET /oauth/authorize` and `GET /oauth/authorize/poll`.
+//!
+//! A client with an active grant gets a code at once. Any other request becomes a
+//! pending approval: a record holding the request (client, redirect, PKCE
+//! challenge, resource, scope, state), a 6-digit code kept only as an HMAC, and a
+//! resume token for the page's poll. The operator approves it from a terminal with
+//! `herdr-mcp connector approve <request_id>`; the next poll mints the code.
+//!
+//! Errors that cannot be trusted to go back to the client (unknown client,
+//! unregistered redirect) are JSON 400s; the rest travel by redirect with `iss`
+//! (RFC 9207).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use rusqlite::{OptionalExtension, Transaction, params};
+use serde_json::json;
+
+use super::approval_page::{self, Lang, PageInput};
+use super::dcr::{Client, load_client};
+use super::http::{internal_error, json_response, oauth_error};
+use super::secrets::{hash_opaque, hmac_hex, random_b64, same, six_digit_code};
+use super::token::mint_code;
+use super::{EdgeState, SCOPE};
+
+pub const MAX_QUERY_BYTES: usize = 16 * 1024;
+pub const MAX_PARAM_BYTES: usize = 4096;
+pub const APPROVAL_TTL_MS: i64 = 10 * 60 * 1000;
+pub const MAX_ATTEMPTS: i64 = 5;
+pub const MAX_PENDING: i64 = 128;
+pub const MAX_PENDING_PER_CLIENT: i64 = 4;
+/// Seconds between polls of the approval page.
+pub const POLL_INTERVAL_MS: u64 = 1500;
+
+pub fn routes() -> Router<Arc<EdgeState>> {
+    Router::new().route("/oauth/authorize", get(authorize)).route("/oauth/authorize/poll", get(poll))
+}
+
+/// `approval_code_hash` per spec §4: the request id is inside the MAC so a code
+/// cannot be replayed against another request.
+pub fn approval_code_hash(pepper: &[u8], request_id: &str, code: &str) -> String {
+    hmac_hex(pepper, &format!("herdr-mcp-oauth-approval:{request_id}:{code}"))
+}
+
+pub fn resume_hash(request_id: &str, resume_token: &str) -> String {
+    hash_opaque(&format!("{request_id}:{resume_token}"))
+}
+
+/// Parses a query string with the size rules above; a repeated parameter is an error.
+pub fn parse_query(raw: Option<&str>) -> Result<HashMap<String, String>, String> {
+    let raw = raw.unwrap_or("");
+    if raw.len() > MAX_QUERY_BYTES {
+        return Err(format!("query exceeds {MAX_QUERY_BYTES} bytes"));
+    }
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(raw).map_err(|e| format!("malformed query: {e}"))?;
+    let mut out = HashMap::new();
+    for (k, v) in pairs {
+        if v.len() > MAX_PARAM_BYTES {
+            return Err(format!("parameter {k:?} exceeds {MAX_PARAM_BYTES} bytes"));
+        }
+        if out.insert(k.clone(), v).is_some() {
+            return Err(format!("parameter {k:?} is repeated"));
+        }
+    }
+    Ok(out)
+}
+
+/// A validated authorization request.
+#[derive(Debug, Clone)]
+pub struct AuthRequest {
+    pub client: Client,
+    pub redirect_uri: String,
+    pub code_challenge: String,
+    pub resource: String,
+    pub scope: String,
+    pub state: Option<String>,
+}
+
+/// A 302 to the client's redirect URI with `extra` plus `state` and `iss`.
+pub fn redirect_to(redirect_uri: &str, extra: &[(&str, &str)], state: Option<&str>, iss: &str) -> Response {
+    let Ok(mut url) = url::Url::parse(redirect_uri) else {
+        return oauth_error(400, "invalid_request", "redirect_uri is not a URL");
+    };
+    {
+        let mut q = url.query_pairs_mut();
+        for (k, v) in extra {
+            q.append_pair(k, v);
+        }
+        if let Some(s) = state {
+            q.append_pair("state", s);
+        }
+        q.append_pair("iss", iss);
+    }
+    let mut resp = StatusCode::FOUND.into_response();
+    if let Ok(v) = HeaderValue::from_str(url.as_str()) {
+        resp.headers_mut().insert(header::LOCATION, v);
+    }
+    resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    resp
+}
+
+/// Builds the redirect URL (as a string) that carries a fresh code.
+pub fn code_redirect_url(redirect_uri: &str, code: &str, state: Option<&str>, iss: &str) -> String {
+    let mut url = url::Url::parse(redirect_uri).expect("redirect URIs are validated at registration");
+    {
+        let mut q = url.query_pairs_mut();
+        q.append_pair("code", code);
+        if let Some(s) = state {
+            q.append_pair("state", s);
+        }
+        q.append_pair("iss", iss);
+    }
+    url.into()
+}
+
+async fn authorize(State(s): State<Arc<EdgeState>>, RawQuery(raw): RawQuery, headers: HeaderMap) -> Response {
+    let q = match parse_query(raw.as_deref()) {
+        Ok(q) => q,
+        Err(m) => return oauth_error(400, "invalid_request", &m),
+    };
+    let client_id = q.get("client_id").map(String::as_str).unwrap_or("");
+    let client = match s.store.read(|tx| load_client(tx, client_id)) {
+        Ok(Some(c)) => c,
+        Ok(None) => return oauth_error(400, "invalid_request", "unknown client_id"),
+        Err(e) => return internal_error("cannot read the client", e),
+    };
+    if !client.allows_code_grant() {
+        return oauth_error(400, "unauthorized_client", "client is not registered for the authorization_code grant");
+    }
+    let redirect_uri = match q.get("redirect_uri") {
+        Some(r) if client.redirect_uris.iter().any(|u| u == r) => r.clone(),
+        Some(_) => return oauth_error(400, "invalid_request", "redirect_uri is not registered for this client"),
+        None if client.redirect_uris.len() == 1 => client.redirect_uris[0].clone(),
+        None => return oauth_error(400, "invalid_request", "redirect_uri is required when several are registered"),
+    };
+    let state = q.get("state").cloned();
+    let iss = s.config.issuer.as_str();
+    let fail = |error: &str, desc: &str| redirect_to(&redirect_uri, &[("error", error), ("error_description", desc)], state.as_deref(), iss);
+    if q.get("response_type").map(String::as_str) != Some("code") {
+        return fail("unsupported_response_type", "response_type must be code");
+    }
+    let Some(challenge) = q.get("code_challenge").filter(|c| !c.is_empty()) else {
+        return fail("invalid_request", "PKCE code_challenge is required (S256)");
+    };
+    if q.get("code_challenge_method").map(String::as_str) != Some("S256") {
+        return fail("invalid_request", "only code_challenge_method=S256 is supported");
+    }
+    // A S256 challenge is base64url(SHA-256) = 43 characters.
+    if challenge.len() != 43 || !challenge.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+        return fail("invalid_request", "code_challenge must be a base64url SHA-256 digest (43 characters)");
+    }
+    if let Some(scope) = q.get("scope") {
+        let mut tokens = scope.split_ascii_whitespace().peekable();
+        if tokens.peek().is_none() || !tokens.all(|t| t == SCOPE) {
+            return fail("invalid_scope", "the only scope is mcp");
+        }
+    }
+    let Some(resource) = s.config.normalize_resource(q.get("resource").map(String::as_str).unwrap_or("")) else {
+        return fail("invalid_target", &format!("resource must be {iss} or {}", s.config.resource));
+    };
+    let req = AuthRequest {
+        client,
+        redirect_uri: redirect_uri.clone(),
+        code_challenge: challenge.clone(),
+        resource,
+        scope: SCOPE.to_string(),
+        state: state.clone(),
+    };
+    let lang = Lang::from_accept_language(headers.get(header::ACCEPT_LANGUAGE).and_then(|v| v.to_str().ok()));
+    match start_or_issue(&s, &req) {
+        Ok(Outcome::Code(code)) => redirect_to(&redirect_uri, &[("code", &code)], state.as_deref(), iss),
+        Ok(Outcome::GrantRevoked) => fail("access_denied", "client grant is revoked"),
+        Ok(Outcome::Pending { request_id, code, resume_token, expires_at_ms }) => approval_page::pending(
+            lang,
+            &PageInput { request_id: &request_id, code: &code, resume_token: &resume_token, expires_at_ms, now_ms: s.store.now_ms() },
+        ),
+        Ok(Outcome::Duplicate { request_id, expires_at_ms }) => {
+            approval_page::duplicate(lang, &request_id, ((expires_at_ms - s.store.now_ms()) / 1000).max(1))
+        }
+        Ok(Outcome::Full(reason)) => oauth_error(429, "temporarily_unavailable", reason),
+        Err(e) => internal_error("cannot record the authorization request", e),
+    }
+}
+
+pub enum Outcome {
+    Code(String),
+    GrantRevoked,
+    Pending { request_id: String, code: String, resume_token: String, expires_at_ms: i64 },
+    Duplicate { request_id: String, expires_at_ms: i64 },
+    Full(&'static str),
+}
+
+/// Decides, in one transaction, between an immediate code and a pending approval.
+pub fn start_or_issue(s: &EdgeState, req: &AuthRequest) -> rusqlite::Result<Outcome> {
+    let now = s.store.now_ms();
+    let pepper = s.store.pepper().to_vec();
+    s.store.write(|tx| {
+        let grant: Option<(String, String)> = tx
+            .query_row("SELECT connector_id, status FROM grants WHERE client_id = ?1", [&req.client.client_id], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .optional()?;
+        if let Some((connector_id, status)) = grant {
+            if status != "active" {
+                return Ok(Outcome::GrantRevoked);
+            }
+            let conn: Option<(String, i64)> = tx
+                .query_row("SELECT status, grant_generation FROM connectors WHERE connector_id = ?1", [&connector_id], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .optional()?;
+            match conn {
+                Some((st, generation)) if st == "active" => {
+                    let code = mint_code(tx, req, &connector_id, generation, now)?;
+                    return Ok(Outcome::Code(code));
+                }
+                _ => return Ok(Outcome::GrantRevoked),
+            }
+        }
+        expire_approvals(tx, now)?;
+        let dup: Option<(String, i64)> = tx
+            .query_row(
+                "SELECT request_id, expires_at_ms FROM approvals WHERE status = 'pending' AND client_id = ?1
+                 AND redirect_uri = ?2 AND code_challenge = ?3 AND resource = ?4 AND scope = ?5 AND state IS ?6",
+                params![req.client.client_id, req.redirect_uri, req.code_challenge, req.resource, req.scope, req.state],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        if let Some((request_id, expires_at_ms)) = dup {
+            return Ok(Outcome::Duplicate { request_id, expires_at_ms });
+        }
+        let total: i64 = tx.query_row("SELECT COUNT(*) FROM approvals WHERE status = 'pending'", [], |r| r.get(0))?;
+        if total >= MAX_PENDING {
+            return Ok(Outcome::Full("pending_capacity_reached"));
+        }
+        let mine: i64 = tx.query_row(
+            "SELECT COUNT(*) FROM approvals WHERE status = 'pending' AND client_id = ?1",
+            [&req.client.client_id],
+            |r| r.get(0),
+        )?;
+        if mine >= MAX_PENDING_PER_CLIENT {
+            return Ok(Outcome::Full("client_pending_limit"));
+        }
+        let connector_id: String = tx
+            .query_row(
+                "SELECT connector_id FROM approvals WHERE status = 'pending' AND client_id = ?1 LIMIT 1",
+                [&req.client.client_id],
+                |r| r.get(0),
+            )
+            .optional()?
+            .unwrap_or_else(|| format!("conn_{}", random_b64::<16>()));
+        let request_id = format!("req_{}", random_b64::<16>());
+        let code = six_digit_code();
+        let resume_token = random_b64::<32>();
+        let expires_at_ms = now + APPROVAL_TTL_MS;
+        tx.execute(
+            "INSERT INTO approvals (request_id, client_id, connector_id, auth_source, redirect_uri, code_challenge, resource,
+                scope, state, code_hash, resume_hash, created_at_ms, expires_at_ms, attempts, status)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 0, 'pending')",
+            params![
+                request_id,
+                req.client.client_id,
+                connector_id,
+                req.client.auth_source,
+                req.redirect_uri,
+                req.code_challenge,
+                req.resource,
+                req.scope,
+                req.state,
+                approval_code_hash(&pepper, &request_id, &code),
+                resume_hash(&request_id, &resume_token),
+                now,
+                expires_at_ms
+            ],
+        )?;
+        Ok(Outcome::Pending { request_id, code, resume_token, expires_at_ms })
+    })
+}
+
+/// Pending approvals past their expiry become `expired`, and expired rows that
+/// never led to tokens are deleted (they hold nothing worth auditing).
+pub fn expire_approvals(tx: &Transaction<'_>, now_ms: i64) -> rusqlite::Result<()> {
+    tx.execute("UPDATE approvals SET status = 'expired' WHERE status IN ('pending','locked') AND expires_at_ms <= ?1", [now_ms])?;
+    tx.execute(
+        "DELETE FROM approvals WHERE status IN ('expired','approved') AND expires_at_ms <= ?1 - 86400000",
+        [now_ms],
+    )?;
+    Ok(())
+}
+
+async fn poll(State(s): State<Arc<EdgeState>>, RawQuery(raw): RawQuery) -> Response {
+    let q = match parse_query(raw.as_deref()) {
+        Ok(q) => q,
+        Err(m) => return poll_error(400, "invalid_request", &m),
+    };
+    let request_id = q.get("request_id").map(String::as_str).unwrap_or("");
+    let resume_token = q.get("resume_token").map(String::as_str).unwrap_or("");
+    let now = s.store.now_ms();
+    let iss = s.config.issuer.clone();
+    let result = s.store.write(|tx| -> rusqlite::Result<Response> {
+        type Row = (String, String, String, i64, String, String, String, String, String, Option<String>);
+        let row: Option<Row> = tx
+            .query_row(
+                "SELECT resume_hash, status, connector_id, expires_at_ms, client_id, redirect_uri, code_challenge, resource, scope, state
+                 FROM approvals WHERE request_id = ?1",
+                [request_id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?)),
+            )
+            .optional()?;
+        let Some((rhash, status, connector_id, expires_at_ms, client_id, redirect_uri, challenge, resource, scope, state)) = row else {
+            return Ok(poll_error(410, "not_found", "no such approval request"));
+        };
+        if !same(&rhash, &resume_hash(request_id, resume_token)) {
+            return Ok(poll_error(403, "invalid_resume", "the resume token does not match this request"));
+        }
+        if status == "locked" {
+            return Ok(poll_error(423, "locked", "too many wrong codes; start the connection again"));
+        }
+        if expires_at_ms <= now || status == "expired" {
+            return Ok(poll_error(410, "expired", "the approval request expired; start the connection again"));
+        }
+        match status.as_str() {
+            "pending" => Ok(json_response(202, json!({"status": "pending"}))),
+            "approved" => {
+                let generation: Option<i64> = tx
+                    .query_row(
+                        "SELECT grant_generation FROM connectors WHERE connector_id = ?1 AND status = 'active'",
+                        [&connector_id],
+                        |r| r.get(0),
+                    )
+                    .optional()?;
+                let Some(generation) = generation else {
+                    return Ok(poll_error(410, "revoked", "the connector was revoked"));
+                };
+                let Some(client) = load_client(tx, &client_id)? else {
+                    return Ok(poll_error(410, "not_found", "the client no longer exists"));
+                };
+                let req = AuthRequest { client, redirect_uri: redirect_uri.clone(), code_challenge: challenge, resource, scope, state: state.clone() };
+                let code = mint_code(tx, &req, &connector_id, generation, now)?;
+                let redirect = code_redirect_url(&redirect_uri, &code, state.as_deref(), &iss);
+                Ok(json_response(200, json!({"status": "approved", "redirect": redirect})))
+            }
+            _ => Ok(poll_error(410, "rejected", "the approval request is no longer valid")),
+        }
+    });
+    result.unwrap_or_else(|e| internal_error("cannot read the approval", e))
+}
+
+fn poll_error(status: u16, code: &str, message: &str) -> Response {
+    json_response(status, json!({"status": "error", "code": code, "message": message}))
+}

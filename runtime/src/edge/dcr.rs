@@ -1,0 +1,234 @@
+//! Dynamic client registration (RFC 7591) and the client records it creates.
+//!
+//! Limits (spec §3): body ≤ 256 KiB; `redirect_uris` 1..=32 entries of ≤ 4096
+//! characters; `client_name` ≤ 256 characters (ours: it is shown on the approval
+//! page and in `connector list`). Unapproved registrations expire after 60 min and
+//! at most 256 of them may exist at once, so anonymous registration cannot fill the
+//! database.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::Response;
+use axum::routing::post;
+use rusqlite::{OptionalExtension, Transaction, params};
+use serde_json::{Map, Value, json};
+
+use super::http::{internal_error, is_json, json_response, oauth_error, read_body};
+use super::secrets::{hash_opaque, random_b64, random_hex};
+use super::{EdgeState, SCOPE};
+
+pub const MAX_BODY_BYTES: usize = 256 * 1024;
+pub const MAX_REDIRECT_URIS: usize = 32;
+pub const MAX_REDIRECT_URI_CHARS: usize = 4096;
+pub const MAX_CLIENT_NAME_CHARS: usize = 256;
+pub const UNAPPROVED_TTL_MS: i64 = 60 * 60 * 1000;
+pub const MAX_UNAPPROVED_CLIENTS: i64 = 256;
+
+pub const PATHS: &[&str] =
+    &["/oauth/register", "/register", "/register/", "/mcp/register", "/mcp/register/", "/mcp/oauth/register"];
+
+#[derive(Debug, Clone)]
+pub struct Client {
+    pub client_id: String,
+    pub secret_hash: Option<String>,
+    pub client_name: Option<String>,
+    pub redirect_uris: Vec<String>,
+    pub grant_types: Vec<String>,
+    pub auth_method: String,
+    pub auth_source: String,
+}
+
+impl Client {
+    pub fn allows_code_grant(&self) -> bool {
+        self.grant_types.iter().any(|g| g == "authorization_code")
+    }
+}
+
+pub fn load_client(tx: &Transaction<'_>, client_id: &str) -> rusqlite::Result<Option<Client>> {
+    tx.query_row(
+        "SELECT client_id, secret_hash, client_name, redirect_uris, grant_types, auth_method, auth_source
+         FROM clients WHERE client_id = ?1",
+        [client_id],
+        |r| {
+            let uris: String = r.get(3)?;
+            let grants: String = r.get(4)?;
+            Ok(Client {
+                client_id: r.get(0)?,
+                secret_hash: r.get(1)?,
+                client_name: r.get(2)?,
+                redirect_uris: serde_json::from_str(&uris).unwrap_or_default(),
+                grant_types: serde_json::from_str(&grants).unwrap_or_default(),
+                auth_method: r.get(5)?,
+                auth_source: r.get(6)?,
+            })
+        },
+    )
+    .optional()
+}
+
+/// Drops unapproved registrations older than the TTL (they never got a connector).
+pub fn purge_stale_clients(tx: &Transaction<'_>, now_ms: i64) -> rusqlite::Result<usize> {
+    tx.execute(
+        "DELETE FROM clients WHERE approved = 0 AND auth_source = 'dcr' AND created_at_ms < ?1
+         AND client_id NOT IN (SELECT client_id FROM approvals WHERE status IN ('pending','approved'))",
+        [now_ms - UNAPPROVED_TTL_MS],
+    )
+}
+
+pub fn routes() -> Router<Arc<EdgeState>> {
+    PATHS.iter().fold(Router::new(), |r, p| r.route(p, post(register)))
+}
+
+/// Accepted redirect URIs: absolute, no fragment; https anywhere, http only to
+/// loopback, or a private-use scheme (native apps, RFC 8252 §7.1).
+fn check_redirect_uri(uri: &str) -> Result<(), String> {
+    let url = url::Url::parse(uri).map_err(|e| format!("redirect_uri {uri:?} is not an absolute URL: {e}"))?;
+    if url.fragment().is_some() {
+        return Err(format!("redirect_uri {uri:?} must not have a fragment"));
+    }
+    match url.scheme() {
+        "https" => Ok(()),
+        "http" if matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]")) => Ok(()),
+        "http" => Err(format!("redirect_uri {uri:?} uses http on a non-loopback host")),
+        "javascript" | "data" | "file" | "blob" | "vbscript" => Err(format!("redirect_uri {uri:?} uses a forbidden scheme")),
+        s if s.contains('.') => Ok(()),
+        _ => Err(format!("redirect_uri {uri:?} must be https, loopback http or a reverse-DNS private scheme")),
+    }
+}
+
+struct Metadata {
+    redirect_uris: Vec<String>,
+    client_name: Option<String>,
+    grant_types: Vec<String>,
+    auth_method: String,
+}
+
+fn parse_metadata(headers: &HeaderMap, body: &[u8]) -> Result<Metadata, Response> {
+    let bad = |msg: &str| oauth_error(400, "invalid_client_metadata", msg);
+    let obj: Map<String, Value> = if is_json(headers) {
+        match serde_json::from_slice::<Value>(body) {
+            Ok(Value::Object(o)) => o,
+            Ok(_) => return Err(bad("body must be a JSON object")),
+            Err(e) => return Err(bad(&format!("body is not JSON: {e}"))),
+        }
+    } else {
+        // Form bodies: repeated keys become arrays, single values stay strings.
+        let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(body).map_err(|e| bad(&format!("bad form body: {e}")))?;
+        let mut o = Map::new();
+        for (k, v) in pairs {
+            match o.get_mut(&k) {
+                Some(Value::Array(a)) => a.push(Value::String(v)),
+                Some(prev) => *prev = Value::Array(vec![prev.take(), Value::String(v)]),
+                None => {
+                    let multi = k == "redirect_uris" || k == "grant_types";
+                    o.insert(k, if multi { Value::Array(vec![Value::String(v)]) } else { Value::String(v) });
+                }
+            }
+        }
+        o
+    };
+    let uris = match obj.get("redirect_uris") {
+        Some(Value::Array(a)) if !a.is_empty() => a,
+        _ => return Err(bad("redirect_uris is required: a non-empty array of URLs")),
+    };
+    if uris.len() > MAX_REDIRECT_URIS {
+        return Err(bad(&format!("at most {MAX_REDIRECT_URIS} redirect_uris are accepted")));
+    }
+    let mut redirect_uris = Vec::with_capacity(uris.len());
+    for u in uris {
+        let Some(s) = u.as_str() else { return Err(bad("redirect_uris entries must be strings")) };
+        if s.chars().count() > MAX_REDIRECT_URI_CHARS {
+            return Err(bad(&format!("a redirect_uri exceeds {MAX_REDIRECT_URI_CHARS} characters")));
+        }
+        check_redirect_uri(s).map_err(|m| oauth_error(400, "invalid_redirect_uri", &m))?;
+        redirect_uris.push(s.to_string());
+    }
+    let client_name = match obj.get("client_name") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.chars().count() <= MAX_CLIENT_NAME_CHARS && !s.chars().any(char::is_control) => Some(s.clone()),
+        Some(Value::String(_)) => {
+            return Err(bad(&format!("client_name must be at most {MAX_CLIENT_NAME_CHARS} characters without control characters")));
+        }
+        Some(_) => return Err(bad("client_name must be a string")),
+    };
+    let grant_types = match obj.get("grant_types") {
+        None | Some(Value::Null) => vec!["authorization_code".to_string(), "refresh_token".to_string()],
+        Some(Value::Array(a)) => {
+            let mut g: Vec<String> = a
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|g| matches!(*g, "authorization_code" | "refresh_token"))
+                .map(str::to_string)
+                .collect();
+            g.dedup();
+            g
+        }
+        Some(_) => return Err(bad("grant_types must be an array")),
+    };
+    let auth_method = match obj.get("token_endpoint_auth_method").and_then(Value::as_str) {
+        Some("client_secret_post") => "client_secret_post",
+        _ => "none",
+    };
+    Ok(Metadata { redirect_uris, client_name, grant_types, auth_method: auth_method.to_string() })
+}
+
+async fn register(State(s): State<Arc<EdgeState>>, headers: HeaderMap, body: Body) -> Response {
+    let body = match read_body(body, MAX_BODY_BYTES, "invalid_client_metadata").await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let meta = match parse_metadata(&headers, &body) {
+        Ok(m) => m,
+        Err(r) => return r,
+    };
+    let client_id = format!("dcr-{}", random_hex::<8>());
+    let secret = random_b64::<32>();
+    let now = s.store.now_ms();
+    let result = s.store.write(|tx| {
+        purge_stale_clients(tx, now)?;
+        let unapproved: i64 =
+            tx.query_row("SELECT COUNT(*) FROM clients WHERE approved = 0 AND auth_source = 'dcr'", [], |r| r.get(0))?;
+        if unapproved >= MAX_UNAPPROVED_CLIENTS {
+            return Ok(false);
+        }
+        tx.execute(
+            "INSERT INTO clients (client_id, secret_hash, client_name, redirect_uris, grant_types, auth_method, auth_source, created_at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'dcr', ?7)",
+            params![
+                client_id,
+                hash_opaque(&secret),
+                meta.client_name,
+                serde_json::to_string(&meta.redirect_uris).unwrap_or_default(),
+                serde_json::to_string(&meta.grant_types).unwrap_or_default(),
+                meta.auth_method,
+                now
+            ],
+        )?;
+        Ok::<_, rusqlite::Error>(true)
+    });
+    match result {
+        Ok(true) => {
+            let mut body = json!({
+                "client_id": client_id,
+                "client_secret": secret,
+                "redirect_uris": meta.redirect_uris,
+                "grant_types": meta.grant_types,
+                "response_types": ["code"],
+                "token_endpoint_auth_method": meta.auth_method,
+                "scope": SCOPE,
+                "client_id_issued_at": now / 1000,
+                "client_secret_expires_at": 0,
+            });
+            if let Some(name) = meta.client_name {
+                body["client_name"] = Value::String(name);
+            }
+            json_response(201, body)
+        }
+        Ok(false) => oauth_error(429, "temporarily_unavailable", "dcr_capacity_reached"),
+        Err(e) => internal_error("cannot store the client registration", e),
+    }
+}

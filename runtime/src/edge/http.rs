@@ -1,0 +1,138 @@
+//! The edge's HTTP surface: route assembly, CORS, shared response helpers, body
+//! limits and the accept loop of `edge serve`.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Limited};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::EdgeState;
+
+pub fn router(state: Arc<EdgeState>) -> Router {
+    Router::new()
+        .merge(super::discovery::routes())
+        .merge(super::dcr::routes())
+        .merge(super::authorize::routes())
+        .merge(super::token::routes())
+        .merge(super::mcp::routes())
+        .route("/health", axum::routing::get(health))
+        .fallback(not_found)
+        .layer(middleware::from_fn(cors))
+        .with_state(state)
+}
+
+/// Serves until `shutdown`; calls `on_bound` with the real address first (so
+/// `--listen 127.0.0.1:0` works for tests).
+pub async fn serve(
+    state: Arc<EdgeState>,
+    listen: SocketAddr,
+    shutdown: CancellationToken,
+    on_bound: impl FnOnce(SocketAddr) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
+    let addr = listener.local_addr()?;
+    on_bound(addr).map_err(|e| anyhow::anyhow!("cannot report the bound address: {e}"))?;
+    let sweeper = super::connectors::spawn_sweeper(Arc::clone(&state.store), shutdown.clone());
+    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown.cancelled_owned()).await?;
+    sweeper.abort();
+    Ok(())
+}
+
+async fn health() -> Response {
+    json_response(200, json!({"ok": true, "service": "herdr-mcp-edge", "edgeVersion": env!("CARGO_PKG_VERSION")}))
+}
+
+async fn not_found(req: Request) -> Response {
+    json_response(404, json!({"ok": false, "code": "not_found", "retryable": false, "path": req.uri().path()}))
+}
+
+/// CORS for browser-based MCP/OAuth clients: any origin, no credentials (bearers
+/// travel in headers, never cookies, so `*` leaks nothing).
+async fn cors(req: Request, next: Next) -> Response {
+    let mut resp = if req.method() == Method::OPTIONS {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        next.run(req).await
+    };
+    let h = resp.headers_mut();
+    h.insert("access-control-allow-origin", HeaderValue::from_static("*"));
+    h.insert("access-control-allow-methods", HeaderValue::from_static("GET,HEAD,POST,OPTIONS"));
+    h.insert(
+        "access-control-allow-headers",
+        HeaderValue::from_static("Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version"),
+    );
+    h.insert("access-control-expose-headers", HeaderValue::from_static("WWW-Authenticate, Mcp-Session-Id"));
+    resp
+}
+
+/// JSON with `Cache-Control: no-store` (every OAuth answer carries state or secrets).
+pub fn json_response(status: u16, body: Value) -> Response {
+    let mut resp = (StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), axum::Json(body)).into_response();
+    resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    resp
+}
+
+/// RFC 6749 §5.2 error shape.
+pub fn oauth_error(status: u16, error: &str, description: &str) -> Response {
+    json_response(status, json!({"error": error, "error_description": description}))
+}
+
+pub fn internal_error(context: &str, e: impl std::fmt::Display) -> Response {
+    tracing::error!("{context}: {e}");
+    oauth_error(500, "server_error", context)
+}
+
+/// Reads at most `limit` bytes of body; more is a 413 in OAuth error shape.
+pub async fn read_body(body: Body, limit: usize, error_code: &str) -> Result<Bytes, Response> {
+    match Limited::new(body, limit).collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(_) => Err(oauth_error(413, error_code, &format!("request body exceeds {limit} bytes"))),
+    }
+}
+
+pub fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("application/json"))
+}
+
+/// Flat string parameters from a JSON object or a form body. RFC 6749 §3.1: a
+/// parameter sent twice is an error, not "last one wins".
+pub fn flat_params(headers: &HeaderMap, body: &[u8]) -> Result<HashMap<String, String>, String> {
+    let mut out = HashMap::new();
+    if is_json(headers) {
+        let v: Value = serde_json::from_slice(body).map_err(|e| format!("body is not JSON: {e}"))?;
+        let obj = v.as_object().ok_or("body must be a JSON object")?;
+        for (k, v) in obj {
+            match v {
+                Value::String(s) => {
+                    out.insert(k.clone(), s.clone());
+                }
+                Value::Null => {}
+                _ => return Err(format!("parameter {k:?} must be a string")),
+            }
+        }
+    } else {
+        let pairs: Vec<(String, String)> =
+            serde_urlencoded::from_bytes(body).map_err(|e| format!("body is not form-encoded: {e}"))?;
+        for (k, v) in pairs {
+            if out.insert(k.clone(), v).is_some() {
+                return Err(format!("parameter {k:?} is repeated"));
+            }
+        }
+    }
+    Ok(out)
+}

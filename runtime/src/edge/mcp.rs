@@ -1,0 +1,206 @@
+//! The public MCP endpoint (`/mcp`, `/mcp/`): stateless streamable HTTP behind the
+//! OAuth bearer. Every request re-verifies the token against the store (see
+//! [`super::token::verify_bearer`]), so a revoked connector fails on its next call.
+//!
+//! Forwarding to workstations goes through [`WorkstationRouter`]. The WebSocket link
+//! that implements it for real is a later piece of work; until then
+//! [`NoWorkstations`] answers: no devices, no runtime catalog, and
+//! `workstation_offline` for any forwarded tool.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+use super::discovery::{SERVER_NAME, bearer_challenge};
+use super::http::{json_response, read_body};
+use super::token::{Principal, verify_bearer};
+use super::EdgeState;
+
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// Epoch of the edge's public catalog (ours; it moves when the catalog shape does).
+pub const PUBLIC_CONTRACT_EPOCH: u32 = 1;
+pub const SUPPORTED_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07"];
+
+/// The seam between the public endpoint and the workstation links.
+pub trait WorkstationRouter: Send + Sync {
+    /// The runtime tool catalog the links serve, or `None` while no link is up.
+    fn runtime_catalog(&self) -> Option<Vec<Value>>;
+    /// Rows of `herdr_devices` (`device_id`, `name`, `connection`, …).
+    fn devices(&self) -> Vec<Value>;
+    /// Routes one runtime tool call (with its optional `device` selector) and
+    /// returns a `CallToolResult` object.
+    fn forward<'a>(&'a self, principal: &'a Principal, name: &'a str, arguments: Value) -> BoxFuture<'a, Value>;
+}
+
+/// The router used until the link exists: nothing is reachable.
+pub struct NoWorkstations;
+
+impl WorkstationRouter for NoWorkstations {
+    fn runtime_catalog(&self) -> Option<Vec<Value>> {
+        None
+    }
+    fn devices(&self) -> Vec<Value> {
+        Vec::new()
+    }
+    fn forward<'a>(&'a self, _: &'a Principal, _: &'a str, _: Value) -> BoxFuture<'a, Value> {
+        Box::pin(async {
+            tool_error_result(json!({
+                "ok": false,
+                "code": "workstation_offline",
+                "retryable": true,
+                "delivery_state": "not_delivered",
+                "retry_after_ms": 5000,
+                "message": "no workstation is linked to this edge",
+            }))
+        })
+    }
+}
+
+pub fn herdr_devices_tool() -> Value {
+    json!({
+        "name": "herdr_devices",
+        "title": "List linked devices",
+        "description": "Lists the workstations linked to this edge with their connection state, so you can pick a `device` for other tools.",
+        "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false},
+        "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false},
+        "execution": {"taskSupport": "forbidden"},
+    })
+}
+
+/// The public catalog: `herdr_devices` plus the runtime's tools, each with an
+/// optional `device` selector.
+pub fn public_catalog(router: &dyn WorkstationRouter) -> Vec<Value> {
+    let mut tools = vec![herdr_devices_tool()];
+    for mut tool in router.runtime_catalog().unwrap_or_default() {
+        if let Some(props) = tool.pointer_mut("/inputSchema/properties").and_then(Value::as_object_mut) {
+            props.insert(
+                "device".into(),
+                json!({"type": "string", "description": "Which device runs this (device_id or unique name); optional when only one is linked."}),
+            );
+        }
+        tools.push(tool);
+    }
+    tools
+}
+
+fn contract_meta(tools: &[Value]) -> Value {
+    let hash = crate::contract::contract_hash(tools).unwrap_or_default();
+    json!({"herdr": {"contract_epoch": PUBLIC_CONTRACT_EPOCH, "contract_hash": hash, "tool_count": tools.len()}})
+}
+
+fn tool_error_result(payload: Value) -> Value {
+    json!({"content": [{"type": "text", "text": payload.to_string()}], "structuredContent": payload, "isError": true})
+}
+
+fn tool_ok_result(payload: Value) -> Value {
+    json!({"content": [{"type": "text", "text": payload.to_string()}], "structuredContent": payload, "isError": false})
+}
+
+pub fn routes() -> Router<Arc<EdgeState>> {
+    Router::new().route("/mcp", any(endpoint)).route("/mcp/", any(endpoint))
+}
+
+pub fn unauthorized(s: &EdgeState) -> Response {
+    let mut resp = json_response(401, json!({"jsonrpc": "2.0", "error": {"code": -32000, "message": "unauthorized"}}));
+    if let Ok(v) = HeaderValue::from_str(&bearer_challenge(&s.config)) {
+        resp.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+    }
+    resp
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let v = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = v.split_once(' ')?;
+    (scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty()).then(|| token.trim())
+}
+
+fn rpc_error(id: Value, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+async fn endpoint(State(s): State<Arc<EdgeState>>, method: axum::http::Method, headers: HeaderMap, body: Body) -> Response {
+    let principal = match bearer(&headers).map(|t| verify_bearer(&s.store, t)) {
+        Some(Ok(Some(p))) => p,
+        Some(Err(e)) => {
+            tracing::error!("bearer check failed: {e}");
+            return json_response(500, json!({"jsonrpc": "2.0", "error": {"code": -32603, "message": "internal error"}}));
+        }
+        _ => return unauthorized(&s),
+    };
+    if method != axum::http::Method::POST {
+        let mut resp = StatusCode::METHOD_NOT_ALLOWED.into_response();
+        resp.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+        return resp;
+    }
+    let body = match read_body(body, MAX_BODY_BYTES, "invalid_request").await {
+        Ok(b) => b,
+        Err(_) => return json_response(413, rpc_error(Value::Null, -32600, "request exceeds 1 MiB")),
+    };
+    let msg: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(_) => return json_response(400, rpc_error(Value::Null, -32700, "parse error")),
+    };
+    let Some(obj) = msg.as_object().filter(|o| o.get("jsonrpc") == Some(&json!("2.0"))) else {
+        return json_response(400, rpc_error(Value::Null, -32600, "expected one JSON-RPC 2.0 object"));
+    };
+    let method = obj.get("method").and_then(Value::as_str).unwrap_or("");
+    let Some(id) = obj.get("id").cloned() else {
+        // Notifications (e.g. notifications/initialized) need no answer.
+        return StatusCode::NO_CONTENT.into_response();
+    };
+    let params = obj.get("params").cloned().unwrap_or(Value::Null);
+    let answer = match method {
+        "initialize" => {
+            let asked = params.get("protocolVersion").and_then(Value::as_str).unwrap_or("");
+            let version = SUPPORTED_VERSIONS.iter().find(|v| **v == asked).copied().unwrap_or(SUPPORTED_VERSIONS[0]);
+            let tools = public_catalog(s.router.as_ref());
+            json!({"jsonrpc": "2.0", "id": id, "result": {
+                "protocolVersion": version,
+                "capabilities": {"tools": {"listChanged": false}},
+                "serverInfo": {"name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION")},
+                "instructions": "Tools here act on the user's linked workstations. Call herdr_devices first to see which are online.",
+                "_meta": contract_meta(&tools),
+            }})
+        }
+        "ping" => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
+        "tools/list" => {
+            let tools = public_catalog(s.router.as_ref());
+            let meta = contract_meta(&tools);
+            json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tools, "_meta": meta}})
+        }
+        "tools/call" => {
+            let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+            let args = params.get("arguments").cloned().unwrap_or(Value::Null);
+            if !(args.is_object() || args.is_null()) {
+                rpc_error(id, -32602, "arguments must be an object")
+            } else if name == "herdr_devices" {
+                if args.as_object().is_some_and(|a| !a.is_empty()) {
+                    rpc_error(id, -32602, "herdr_devices takes no arguments")
+                } else {
+                    json!({"jsonrpc": "2.0", "id": id, "result": tool_ok_result(json!({"ok": true, "devices": s.router.devices()}))})
+                }
+            } else if public_catalog(s.router.as_ref()).iter().any(|t| t["name"] == name) {
+                let result = s.router.forward(&principal, name, args).await;
+                json!({"jsonrpc": "2.0", "id": id, "result": result})
+            } else {
+                rpc_error(id, -32602, &format!("tool is not in public contract epoch {PUBLIC_CONTRACT_EPOCH}"))
+            }
+        }
+        _ => rpc_error(id, -32601, "method not found"),
+    };
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if accept.contains("text/event-stream") && !accept.contains("application/json") {
+        let mut resp = (StatusCode::OK, format!("event: message\ndata: {answer}\n\n")).into_response();
+        resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+        resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        return resp;
+    }
+    json_response(200, answer)
+}

@@ -1,0 +1,104 @@
+//! Edge mode: the OAuth 2.1 authorization server and the public, bearer-protected
+//! MCP endpoint that ChatGPT connectors talk to (`herdr-mcp edge serve`).
+//!
+//! Layout, one concern per file:
+//! - [`store`]: SQLite state (`edge.db`) and the pepper file; [`clock`]: injectable time;
+//!   [`secrets`]: randomness, hashing, HMAC, PKCE.
+//! - [`discovery`]: RFC 8414 / RFC 9728 metadata and `/.well-known/mcp.json`.
+//! - [`dcr`]: dynamic client registration (RFC 7591).
+//! - [`authorize`]: `/oauth/authorize` and the pending-approval records; [`approval_page`]: its HTML.
+//! - [`token`]: `/oauth/token`, codes and token rotation; bearer verification.
+//! - [`connectors`]: approve / list / revoke / cancel and the inactivity sweep.
+//! - [`mcp`]: the stateless `/mcp` endpoint and the [`mcp::WorkstationRouter`] seam.
+//! - [`http`]: the router and the server loop; [`cli`]: `edge` and `connector` commands.
+//!
+//! How the operator CLI reaches the state: it opens the same `edge.db` directly
+//! (see [`store`]). The edge exposes no admin route at all, so a connector's bearer
+//! can never approve, revoke or cancel anything: those need local file access.
+//!
+//! Access tokens are opaque (not JWTs): the store keeps their hash with
+//! `connector_id` and `grant_generation`, and every `/mcp` request looks them up,
+//! so a revocation is effective on the very next request.
+
+pub mod approval_page;
+pub mod authorize;
+pub mod cli;
+pub mod clock;
+pub mod connectors;
+pub mod dcr;
+pub mod discovery;
+pub mod http;
+pub mod mcp;
+pub mod secrets;
+pub mod store;
+pub mod token;
+
+use std::sync::Arc;
+
+use store::EdgeStore;
+
+/// The only scope this server grants.
+pub const SCOPE: &str = "mcp";
+
+/// Identity of this deployment.
+#[derive(Debug, Clone)]
+pub struct EdgeConfig {
+    /// Issuer URL without trailing slashes.
+    pub issuer: String,
+    /// `issuer + "/mcp"`: the protected resource and the audience of every token.
+    pub resource: String,
+}
+
+impl EdgeConfig {
+    /// Fails closed: the issuer must be an absolute http(s) URL without query or
+    /// fragment (plain http only for loopback, for tests and reverse proxies).
+    pub fn new(issuer: &str) -> Result<Self, String> {
+        let issuer = issuer.trim_end_matches('/');
+        let url = url::Url::parse(issuer).map_err(|e| format!("--issuer {issuer:?} is not a URL: {e}"))?;
+        let loopback = matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
+        match url.scheme() {
+            "https" => {}
+            "http" if loopback => {}
+            _ => return Err(format!("--issuer {issuer:?} must be https (http only on loopback)")),
+        }
+        if url.query().is_some() || url.fragment().is_some() || url.host_str().is_none() {
+            return Err(format!("--issuer {issuer:?} must have a host and no query or fragment"));
+        }
+        Ok(Self { issuer: issuer.to_string(), resource: format!("{issuer}/mcp") })
+    }
+
+    /// RFC 8707 `resource` normalised: "", the issuer or the resource (each with or
+    /// without one trailing `/`) mean the resource; anything else is refused.
+    pub fn normalize_resource(&self, given: &str) -> Option<String> {
+        let g = given.strip_suffix('/').unwrap_or(given);
+        (g.is_empty() || g == self.issuer || g == self.resource).then(|| self.resource.clone())
+    }
+}
+
+/// Everything a request handler needs.
+pub struct EdgeState {
+    pub config: EdgeConfig,
+    pub store: Arc<EdgeStore>,
+    pub router: Arc<dyn mcp::WorkstationRouter>,
+    /// Test-only: lets CIMD fetch loopback metadata URLs.
+    pub allow_loopback_cimd: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resource_normalisation() {
+        let c = EdgeConfig::new("https://edge.example/").unwrap();
+        assert_eq!(c.issuer, "https://edge.example");
+        for ok in ["", "https://edge.example", "https://edge.example/", "https://edge.example/mcp", "https://edge.example/mcp/"] {
+            assert_eq!(c.normalize_resource(ok).as_deref(), Some("https://edge.example/mcp"), "{ok}");
+        }
+        for bad in ["https://edge.example/mcp//", "https://other.example/mcp", "https://edge.example/mcpx", "/mcp"] {
+            assert_eq!(c.normalize_resource(bad), None, "{bad}");
+        }
+        assert!(EdgeConfig::new("http://edge.example").is_err());
+        assert!(EdgeConfig::new("http://127.0.0.1:9").is_ok());
+    }
+}

@@ -1,0 +1,260 @@
+//! The edge's durable state: one SQLite file, `<state dir>/edge.db`, beside the
+//! pepper file `<state dir>/edge.pepper` (0600) that keys the HMAC of 6-digit codes.
+//!
+//! The `edge serve` process and the `connector` CLI open the same file (WAL mode,
+//! busy timeout), so an approval or revocation made from a terminal is visible to
+//! the very next HTTP request without any admin endpoint: whoever can read this
+//! 0700 directory is the operator. Every multi-step change (approve, rotate,
+//! revoke) runs in one `IMMEDIATE` transaction so consume-and-issue is atomic
+//! across both processes.
+//!
+//! Secrets never land here in clear: client secrets, codes, refresh and access
+//! tokens are stored as [`super::secrets::hash_opaque`]; approval codes as HMACs.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use rusqlite::{Connection, Transaction, TransactionBehavior};
+
+use super::clock::SharedClock;
+use super::secrets::{PEPPER_BYTES, random_bytes};
+
+pub const DB_FILE: &str = "edge.db";
+pub const PEPPER_FILE: &str = "edge.pepper";
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("edge state in {0} is not initialised; run `herdr-mcp edge init` first")]
+    NotInitialised(String),
+    #[error("edge state {path}: {message}")]
+    Io { path: String, message: String },
+    #[error("edge database: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("edge database schema version {found} is newer than this binary knows ({known})")]
+    TooNew { found: i64, known: i64 },
+}
+
+/// Schema migrations, applied in order; `PRAGMA user_version` records how many ran.
+/// Append only: a shipped migration is never edited.
+const MIGRATIONS: &[&str] = &[
+    // 1: OAuth clients, pending approvals, connectors, grants, codes, tokens.
+    "CREATE TABLE clients (
+        client_id TEXT PRIMARY KEY,
+        secret_hash TEXT,
+        client_name TEXT,
+        redirect_uris TEXT NOT NULL,
+        grant_types TEXT NOT NULL,
+        auth_method TEXT NOT NULL,
+        auth_source TEXT NOT NULL,
+        created_at_ms INTEGER NOT NULL,
+        approved INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE approvals (
+        request_id TEXT PRIMARY KEY,
+        client_id TEXT NOT NULL,
+        connector_id TEXT NOT NULL,
+        auth_source TEXT NOT NULL,
+        redirect_uri TEXT NOT NULL,
+        code_challenge TEXT NOT NULL,
+        resource TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        state TEXT,
+        code_hash TEXT NOT NULL,
+        resume_hash TEXT NOT NULL,
+        created_at_ms INTEGER NOT NULL,
+        expires_at_ms INTEGER NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        status TEXT NOT NULL,
+        approved_at_ms INTEGER,
+        approved_by TEXT
+    );
+    CREATE INDEX approvals_client ON approvals(client_id, status);
+    CREATE TABLE connectors (
+        connector_id TEXT PRIMARY KEY,
+        client_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        resource TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        redirect_uri TEXT NOT NULL,
+        auth_source TEXT NOT NULL,
+        grant_generation INTEGER NOT NULL,
+        approved_at_ms INTEGER NOT NULL,
+        approved_by TEXT NOT NULL,
+        last_used_at_ms INTEGER,
+        last_token_issued_at_ms INTEGER,
+        token_issue_count INTEGER NOT NULL DEFAULT 0,
+        revoked_at_ms INTEGER,
+        revoked_by TEXT
+    );
+    CREATE TABLE grants (
+        client_id TEXT PRIMARY KEY,
+        connector_id TEXT NOT NULL,
+        status TEXT NOT NULL
+    );
+    CREATE TABLE auth_codes (
+        code_hash TEXT PRIMARY KEY,
+        client_id TEXT NOT NULL,
+        redirect_uri TEXT NOT NULL,
+        code_challenge TEXT NOT NULL,
+        resource TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        connector_id TEXT NOT NULL,
+        grant_generation INTEGER NOT NULL,
+        expires_at_ms INTEGER NOT NULL
+    );
+    CREATE TABLE tokens (
+        token_hash TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        connector_id TEXT NOT NULL,
+        client_id TEXT NOT NULL,
+        grant_generation INTEGER NOT NULL,
+        family_id TEXT NOT NULL,
+        expires_at_ms INTEGER NOT NULL,
+        used INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX tokens_connector ON tokens(connector_id);
+    CREATE INDEX tokens_family ON tokens(family_id);",
+];
+
+pub struct EdgeStore {
+    conn: Mutex<Connection>,
+    pepper: Vec<u8>,
+    pub clock: SharedClock,
+    dir: PathBuf,
+}
+
+impl EdgeStore {
+    /// Creates the state directory (0700), the pepper (0600, kept if present) and
+    /// the database. Idempotent: a second init keeps the existing pepper, since a
+    /// new one would invalidate every pending code.
+    pub fn init(dir: &Path) -> Result<bool, StoreError> {
+        crate::state::dir::ensure_private_dir(dir)
+            .map_err(|e| StoreError::Io { path: dir.display().to_string(), message: e.to_string() })?;
+        let pepper_path = dir.join(PEPPER_FILE);
+        let created = !pepper_path.exists();
+        if created {
+            let io = |e: std::io::Error| StoreError::Io { path: pepper_path.display().to_string(), message: e.to_string() };
+            let mut f = fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&pepper_path).map_err(io)?;
+            f.write_all(hex::encode(random_bytes::<PEPPER_BYTES>()).as_bytes()).map_err(io)?;
+            f.sync_all().map_err(io)?;
+        }
+        let conn = open_conn(&dir.join(DB_FILE))?;
+        migrate(&conn)?;
+        Ok(created)
+    }
+
+    /// Opens an initialised state directory.
+    pub fn open(dir: &Path, clock: SharedClock) -> Result<Self, StoreError> {
+        let pepper_path = dir.join(PEPPER_FILE);
+        if !pepper_path.exists() || !dir.join(DB_FILE).exists() {
+            return Err(StoreError::NotInitialised(dir.display().to_string()));
+        }
+        let io = |m: String| StoreError::Io { path: pepper_path.display().to_string(), message: m };
+        let meta = fs::metadata(&pepper_path).map_err(|e| io(e.to_string()))?;
+        if meta.permissions().mode() & 0o077 != 0 {
+            return Err(io("is readable by others; it must be 0600".into()));
+        }
+        let text = fs::read_to_string(&pepper_path).map_err(|e| io(e.to_string()))?;
+        let pepper = hex::decode(text.trim()).map_err(|_| io("is not hex".into()))?;
+        if pepper.len() != PEPPER_BYTES {
+            return Err(io(format!("holds {} bytes, expected {PEPPER_BYTES}", pepper.len())));
+        }
+        let conn = open_conn(&dir.join(DB_FILE))?;
+        migrate(&conn)?;
+        Ok(Self { conn: Mutex::new(conn), pepper, clock, dir: dir.to_path_buf() })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    pub(crate) fn pepper(&self) -> &[u8] {
+        &self.pepper
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock leaves SQLite consistent (the transaction
+        // rolls back on drop), so a poisoned mutex is safe to reuse.
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `f` in one write transaction; it commits only when `f` returns Ok.
+    pub fn write<T, E: From<rusqlite::Error>>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T, E>) -> Result<T, E> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let out = f(&tx)?;
+        tx.commit()?;
+        Ok(out)
+    }
+
+    /// Runs a read-only `f` (a deferred transaction, so it sees one snapshot).
+    pub fn read<T, E: From<rusqlite::Error>>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T, E>) -> Result<T, E> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        f(&tx)
+    }
+}
+
+fn open_conn(path: &Path) -> Result<Connection, StoreError> {
+    let conn = Connection::open(path)?;
+    fs::set_permissions(path, fs::Permissions::from_mode(0o600))
+        .map_err(|e| StoreError::Io { path: path.display().to_string(), message: e.to_string() })?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.busy_timeout(Duration::from_secs(5))?;
+    Ok(conn)
+}
+
+fn migrate(conn: &Connection) -> Result<(), StoreError> {
+    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    let known = MIGRATIONS.len() as i64;
+    if version > known {
+        return Err(StoreError::TooNew { found: version, known });
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+        let tx = conn.unchecked_transaction()?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        tx.commit()?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::edge::clock::SystemClock;
+    use std::sync::Arc;
+
+    #[test]
+    fn init_is_private_and_idempotent() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("edge");
+        assert!(EdgeStore::init(&dir).unwrap());
+        let pepper = fs::read_to_string(dir.join(PEPPER_FILE)).unwrap();
+        assert!(!EdgeStore::init(&dir).unwrap());
+        assert_eq!(pepper, fs::read_to_string(dir.join(PEPPER_FILE)).unwrap());
+        assert_eq!(fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+        assert_eq!(fs::metadata(dir.join(PEPPER_FILE)).unwrap().permissions().mode() & 0o777, 0o600);
+        let store = EdgeStore::open(&dir, Arc::new(SystemClock)).unwrap();
+        let v: i64 = store.read(|tx| tx.pragma_query_value(None, "user_version", |r| r.get(0))).unwrap();
+        assert_eq!(v, MIGRATIONS.len() as i64);
+    }
+
+    #[test]
+    fn open_refuses_uninitialised_and_loose_pepper() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert!(matches!(EdgeStore::open(tmp.path(), Arc::new(SystemClock)), Err(StoreError::NotInitialised(_))));
+        EdgeStore::init(tmp.path()).unwrap();
+        fs::set_permissions(tmp.path().join(PEPPER_FILE), fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(matches!(EdgeStore::open(tmp.path(), Arc::new(SystemClock)), Err(StoreError::Io { .. })));
+    }
+}

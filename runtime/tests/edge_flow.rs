@@ -1,0 +1,362 @@
+//! The edge as users meet it: real `herdr-mcp edge serve`, `herdr-mcp serve` and
+//! `herdr-mcp connector ...` processes on loopback. An OAuth client registers,
+//! is sent to the pending-approval page, the operator approves from a terminal (a
+//! pty, the code typed in), the client polls, redeems the code, calls `/mcp`, rotates
+//! its refresh token, and loses access on the very next request after
+//! `connector revoke`.
+
+mod edge_support;
+
+use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use edge_support::*;
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_herdr-mcp");
+const DEADLINE: Duration = Duration::from_secs(30);
+const SCRUBBED_ENV: &[&str] = &[
+    "HERDR_MCP_EDGE_DIR",
+    "HERDR_MCP_STATE_DIR",
+    "HERDR_EDGE_ISSUER",
+    "HERDR_EXTENSION_IPC_SOCKET",
+    "HERDR_MCP_TOKEN",
+    "HERDR_MCP_ROOTS",
+    "HERDR_SOCKET_PATH",
+];
+
+fn command(home: &Path) -> Command {
+    let mut c = Command::new(BIN);
+    for v in SCRUBBED_ENV {
+        c.env_remove(v);
+    }
+    c.env("HOME", home).env("XDG_CONFIG_HOME", home.join("config")).env("XDG_STATE_HOME", home.join("state"));
+    c
+}
+
+struct Killed(Child);
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn wait_until<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+struct Setup {
+    tmp: tempfile::TempDir,
+    edge_dir: PathBuf,
+    socket: PathBuf,
+    base: String,
+    _runtime: Killed,
+    _edge: Killed,
+}
+
+impl Setup {
+    fn start() -> Setup {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().to_path_buf();
+        let edge_dir = home.join("edge");
+        let root = home.join("root");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("hello.txt"), "hi\n").unwrap();
+        let socket = home.join("rt.sock");
+        let runtime = Killed(
+            command(&home)
+                .args(["serve", "--socket"])
+                .arg(&socket)
+                .arg("--root")
+                .arg(&root)
+                .arg("--state-dir")
+                .arg(home.join("rtstate"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        let init = command(&home).args(["edge", "init", "--edge-dir"]).arg(&edge_dir).output().unwrap();
+        assert!(init.status.success(), "edge init: {}", String::from_utf8_lossy(&init.stderr));
+        // The issuer must name the port, so pick a free one first.
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let base = format!("http://127.0.0.1:{port}");
+        let addr_file = home.join("edge.addr");
+        let edge = Killed(
+            command(&home)
+                .args(["edge", "serve", "--issuer", &base, "--listen", &format!("127.0.0.1:{port}"), "--edge-dir"])
+                .arg(&edge_dir)
+                .arg("--addr-file")
+                .arg(&addr_file)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        wait_until("the edge address file", || std::fs::read_to_string(&addr_file).ok());
+        wait_until("the runtime socket", || std::os::unix::net::UnixStream::connect(&socket).ok());
+        Setup { tmp, edge_dir, socket, base, _runtime: runtime, _edge: edge }
+    }
+
+    fn connector(&self, args: &[&str]) -> Output {
+        command(self.tmp.path()).arg("connector").args(args).arg("--edge-dir").arg(&self.edge_dir).output().unwrap()
+    }
+
+    /// Runs `connector approve` on a fresh pty (its controlling terminal), typing
+    /// each of `codes` at the prompt. Returns (exit ok, terminal transcript, stdout).
+    fn approve_on_pty(&self, request_id: &str, codes: &[&str]) -> (bool, String, String) {
+        let pty = nix::pty::openpty(None, None).unwrap();
+        let slave: OwnedFd = pty.slave;
+        let mut cmd = command(self.tmp.path());
+        cmd.args(["connector", "approve", request_id, "--socket"])
+            .arg(&self.socket)
+            .arg("--edge-dir")
+            .arg(&self.edge_dir)
+            .stdin(Stdio::from(slave.try_clone().unwrap()))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().unwrap();
+        drop(slave);
+        let master = std::fs::File::from(pty.master);
+        let mut writer = master.try_clone().unwrap();
+        let (tx, rx) = mpsc::channel::<Vec<u8>>();
+        let mut reader = master;
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 1024];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut transcript = String::new();
+        let start = Instant::now();
+        for (i, code) in codes.iter().enumerate() {
+            let prompts_needed = i + 1;
+            while transcript.matches("Enter the 6-digit code").count() < prompts_needed {
+                let left = DEADLINE.checked_sub(start.elapsed()).expect("timed out waiting for the code prompt");
+                match rx.recv_timeout(left) {
+                    Ok(chunk) => transcript.push_str(&String::from_utf8_lossy(&chunk)),
+                    Err(_) => panic!("no code prompt; terminal so far:\n{transcript}"),
+                }
+            }
+            writer.write_all(format!("{code}\n").as_bytes()).unwrap();
+        }
+        let status = wait_until("connector approve to exit", || child.try_wait().unwrap());
+        while let Ok(chunk) = rx.recv_timeout(Duration::from_millis(200)) {
+            transcript.push_str(&String::from_utf8_lossy(&chunk));
+        }
+        let mut out = String::new();
+        child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        let mut err = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        (status.success(), format!("{transcript}\n[stderr] {err}"), out)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dcr_pending_approve_on_a_terminal_token_mcp_rotate_revoke() {
+    let setup = tokio::task::spawn_blocking(Setup::start).await.unwrap();
+    let http = Http::new(&setup.base);
+    let issuer = setup.base.clone();
+    let resource = format!("{issuer}/mcp");
+
+    // Discovery, as a client finds the server.
+    let unauth = http.post_json("/mcp", &json!({"jsonrpc":"2.0","id":1,"method":"initialize"}), None).await;
+    assert_eq!(unauth.status, 401);
+    assert_eq!(
+        unauth.header("www-authenticate"),
+        format!("Bearer resource_metadata=\"{issuer}/.well-known/oauth-protected-resource/mcp\", scope=\"mcp\"")
+    );
+    let prm = http.get("/.well-known/oauth-protected-resource/mcp").await.json();
+    assert_eq!(prm["resource"], resource);
+    let as_url = prm["authorization_servers"][0].as_str().unwrap().to_string();
+    assert_eq!(as_url, issuer);
+    let meta = http.get("/.well-known/oauth-authorization-server").await.json();
+    assert_eq!(meta["code_challenge_methods_supported"], json!(["S256"]));
+    assert_eq!(meta["authorization_response_iss_parameter_supported"], json!(true));
+    assert!(meta.get("revocation_endpoint").is_none());
+    assert_eq!(http.get("/.well-known/openid-configuration").await.json(), meta);
+    assert_eq!(http.get("/.well-known/oauth-protected-resource").await.json()["resource"], issuer);
+    assert_eq!(http.get("/.well-known/mcp.json").await.json()["serverUrl"], resource);
+
+    // DCR.
+    let reg = http
+        .post_json(meta["registration_endpoint"].as_str().unwrap().trim_start_matches(&issuer), &json!({"redirect_uris": [REDIRECT], "client_name": "Flow test"}), None)
+        .await;
+    assert_eq!(reg.status, 201, "{}", reg.body);
+    let client_id = reg.json()["client_id"].as_str().unwrap().to_string();
+    assert!(client_id.starts_with("dcr-") && client_id.len() == 20, "{client_id}");
+
+    // Authorize → the pending page (in Japanese, as asked).
+    let (verifier, challenge) = pkce();
+    let path = authorize_path(&[
+        ("response_type", "code"),
+        ("client_id", &client_id),
+        ("redirect_uri", REDIRECT),
+        ("code_challenge", &challenge),
+        ("code_challenge_method", "S256"),
+        ("scope", "mcp"),
+        ("resource", &resource),
+        ("state", "xyz"),
+    ]);
+    let page = http.get_with(&path, &[("accept-language", "ja,en;q=0.5")]).await;
+    assert_eq!(page.status, 200);
+    assert!(page.header("content-security-policy").starts_with("default-src 'none'"));
+    assert!(page.header("content-security-policy").contains("'nonce-"));
+    assert_eq!(page.header("x-frame-options"), "DENY");
+    assert_eq!(page.header("cache-control"), "no-store");
+    assert!(page.body.contains("lang=\"ja\"") && page.body.contains("承認"));
+    let (request_id, code, resume) = scrape_page(&page.body);
+    assert!(page.body.contains(&format!("herdr-mcp connector approve {request_id}")));
+    assert!(code.len() == 6 && code.bytes().all(|b| b.is_ascii_digit()));
+    let poll_path = format!("/oauth/authorize/poll?{}", serde_urlencoded::to_string([("request_id", &request_id), ("resume_token", &resume)]).unwrap());
+    assert_eq!(http.get(&poll_path).await.status, 202);
+
+    // The operator approves on a terminal: one typo, then the right code.
+    let wrong = format!("{:06}", (code.parse::<u32>().unwrap() + 1) % 1_000_000);
+    let s2 = std::sync::Arc::new(setup);
+    let (ok, transcript, out) = {
+        let s = std::sync::Arc::clone(&s2);
+        let (rid, c, w) = (request_id.clone(), code.clone(), wrong.clone());
+        tokio::task::spawn_blocking(move || s.approve_on_pty(&rid, &[&w, &c])).await.unwrap()
+    };
+    assert!(ok, "approve failed:\n{transcript}");
+    assert!(transcript.contains("Flow test") && transcript.contains("4 attempts left"), "{transcript}");
+    assert!(out.contains("approved"), "{out}");
+    let setup = s2;
+
+    // The page's poll now carries the redirect with a fresh code, state and iss.
+    let polled = http.get(&poll_path).await;
+    assert_eq!(polled.status, 200, "{}", polled.body);
+    let q = query_of(polled.json()["redirect"].as_str().unwrap());
+    assert_eq!((q["state"].as_str(), q["iss"].as_str()), ("xyz", issuer.as_str()));
+
+    let tok = http
+        .post_form(
+            "/oauth/token",
+            &[("grant_type", "authorization_code"), ("client_id", &client_id), ("code", &q["code"]), ("redirect_uri", REDIRECT), ("code_verifier", &verifier), ("resource", &resource)],
+        )
+        .await;
+    assert_eq!(tok.status, 200, "{}", tok.body);
+    assert_eq!(tok.header("cache-control"), "no-store");
+    let t = tok.json();
+    assert_eq!((t["token_type"].as_str(), t["scope"].as_str(), t["expires_in"].as_i64()), (Some("Bearer"), Some("mcp"), Some(86400)));
+    let access = t["access_token"].as_str().unwrap().to_string();
+
+    // MCP with the bearer.
+    let init = http.mcp(&access, "initialize", json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}})).await;
+    assert_eq!(init.json()["result"]["protocolVersion"], "2025-06-18");
+    let list = http.mcp(&access, "tools/list", json!({})).await.json();
+    let names: Vec<&str> = list["result"]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names, vec!["herdr_devices"]);
+    assert_eq!(list["result"]["_meta"]["herdr"]["tool_count"], 1);
+    let devices = http.mcp(&access, "tools/call", json!({"name": "herdr_devices", "arguments": {}})).await.json();
+    assert_eq!(devices["result"]["structuredContent"], json!({"ok": true, "devices": []}));
+
+    // Rotation: the new pair works, the old access token is gone.
+    let rot = http
+        .post_form("/oauth/token", &[("grant_type", "refresh_token"), ("client_id", &client_id), ("refresh_token", t["refresh_token"].as_str().unwrap()), ("resource", &resource)])
+        .await;
+    assert_eq!(rot.status, 200, "{}", rot.body);
+    let access2 = rot.json()["access_token"].as_str().unwrap().to_string();
+    assert_eq!(http.mcp(&access, "tools/list", json!({})).await.status, 401);
+    assert_eq!(http.mcp(&access2, "tools/list", json!({})).await.status, 200);
+
+    // The operator's view, then revocation from the CLI.
+    let listed = setup.connector(&["list", "--json"]);
+    assert!(listed.status.success(), "{}", String::from_utf8_lossy(&listed.stderr));
+    let rows: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let row = &rows[0];
+    assert_eq!((row["status"].as_str(), row["name"].as_str()), (Some("active"), Some("Flow test")));
+    assert!(row["last_used_at_ms"].is_i64());
+    let connector_id = row["connector_id"].as_str().unwrap().to_string();
+    assert!(connector_id.starts_with("conn_") && connector_id.len() == 27, "{connector_id}");
+    let table = setup.connector(&["list"]);
+    assert!(String::from_utf8_lossy(&table.stdout).contains(&connector_id));
+
+    let refused = setup.connector(&["revoke", &connector_id]);
+    assert!(!refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("--confirm"));
+    assert_eq!(http.mcp(&access2, "tools/list", json!({})).await.status, 200);
+    let revoked = setup.connector(&["revoke", &connector_id, "--confirm"]);
+    assert!(revoked.status.success(), "{}", String::from_utf8_lossy(&revoked.stderr));
+    let r: Value = serde_json::from_slice(&revoked.stdout).unwrap();
+    assert_eq!((r["ok"].as_bool(), r["deleted_tokens"].as_i64()), (Some(true), Some(3)));
+    // Effective on the very next request, across processes.
+    assert_eq!(http.mcp(&access2, "tools/list", json!({})).await.status, 401);
+    let again = http.get(&path).await;
+    assert_eq!(query_of(&again.header("location")).get("error").map(String::as_str), Some("access_denied"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approve_refuses_without_a_terminal_a_runtime_or_a_valid_request() {
+    let setup = tokio::task::spawn_blocking(Setup::start).await.unwrap();
+    let http = Http::new(&setup.base);
+    let reg = http.post_json("/oauth/register", &json!({"redirect_uris": [REDIRECT]}), None).await;
+    let client_id = reg.json()["client_id"].as_str().unwrap().to_string();
+    let (_, challenge) = pkce();
+    let page = http
+        .get(&authorize_path(&[("response_type", "code"), ("client_id", &client_id), ("redirect_uri", REDIRECT), ("code_challenge", &challenge), ("code_challenge_method", "S256")]))
+        .await;
+    let (request_id, code, _) = scrape_page(&page.body);
+
+    // No controlling terminal (a new session, stdin from a pipe holding the code).
+    let mut cmd = command(setup.tmp.path());
+    cmd.args(["connector", "approve", &request_id, "--socket"]).arg(&setup.socket).arg("--edge-dir").arg(&setup.edge_dir);
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    // SAFETY: setsid is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| if libc::setsid() < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) });
+    }
+    let mut child = cmd.spawn().unwrap();
+    child.stdin.take().unwrap().write_all(format!("{code}\n").as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("interactive terminal"), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // The local runtime must answer first.
+    let out = command(setup.tmp.path())
+        .args(["connector", "approve", &request_id, "--socket"])
+        .arg(setup.tmp.path().join("nothing.sock"))
+        .arg("--edge-dir")
+        .arg(&setup.edge_dir)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not answer"), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // Unknown request ids are refused before any code is asked for.
+    let setup = std::sync::Arc::new(setup);
+    let s = std::sync::Arc::clone(&setup);
+    let out = tokio::task::spawn_blocking(move || s.connector(&["approve", "req_doesnotexist", "--socket", s.socket.to_str().unwrap()])).await.unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not_found"), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // Cancel, then the page's request is gone.
+    let cancelled = setup.connector(&["cancel", &request_id]);
+    assert!(cancelled.status.success(), "{}", String::from_utf8_lossy(&cancelled.stderr));
+    let again = setup.connector(&["cancel", &request_id]);
+    assert!(String::from_utf8_lossy(&again.stderr).contains("not_found"));
+    assert!(setup.edge_dir.join("edge.pepper").exists());
+}

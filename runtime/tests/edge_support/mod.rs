@@ -1,0 +1,287 @@
+//! Shared harness for the edge tests: an HTTP client that never follows
+//! redirects, PKCE helpers, approval-page scraping, and an in-process edge on a
+//! loopback port driven by a [`ManualClock`] (so expiries are tested without
+//! waiting). The real-process flow lives in `edge_flow.rs`.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use herdr_mcp::edge::clock::ManualClock;
+use herdr_mcp::edge::mcp::NoWorkstations;
+use herdr_mcp::edge::store::EdgeStore;
+use herdr_mcp::edge::{EdgeConfig, EdgeState, connectors};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tokio_util::sync::CancellationToken;
+
+pub const REDIRECT: &str = "https://client.example/callback";
+
+pub struct Resp {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: String,
+}
+
+impl Resp {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or(Value::Null)
+    }
+    pub fn header(&self, name: &str) -> String {
+        self.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("").to_string()
+    }
+    /// `error` of an OAuth JSON error, else of a redirect's query.
+    pub fn oauth_error(&self) -> String {
+        if let Some(e) = self.json().get("error").and_then(Value::as_str) {
+            return e.to_string();
+        }
+        query_of(&self.header("location")).get("error").cloned().unwrap_or_default()
+    }
+}
+
+#[derive(Clone)]
+pub struct Http {
+    pub client: reqwest::Client,
+    pub base: String,
+}
+
+impl Http {
+    pub fn new(base: &str) -> Self {
+        let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+        Self { client, base: base.to_string() }
+    }
+
+    async fn send(&self, rb: reqwest::RequestBuilder) -> Resp {
+        let r = rb.send().await.expect("request to the edge failed");
+        let status = r.status().as_u16();
+        let headers = r.headers().clone();
+        let body = r.text().await.unwrap_or_default();
+        Resp { status, headers, body }
+    }
+
+    pub async fn get(&self, path: &str) -> Resp {
+        self.send(self.client.get(format!("{}{path}", self.base))).await
+    }
+
+    pub async fn get_with(&self, path: &str, headers: &[(&str, &str)]) -> Resp {
+        let mut rb = self.client.get(format!("{}{path}", self.base));
+        for (k, v) in headers {
+            rb = rb.header(*k, *v);
+        }
+        self.send(rb).await
+    }
+
+    pub async fn post_json(&self, path: &str, body: &Value, bearer: Option<&str>) -> Resp {
+        self.post_raw(path, "application/json", serde_json::to_vec(body).unwrap(), bearer).await
+    }
+
+    pub async fn post_raw(&self, path: &str, content_type: &str, body: Vec<u8>, bearer: Option<&str>) -> Resp {
+        let mut rb = self.client.post(format!("{}{path}", self.base)).header("content-type", content_type).body(body);
+        if let Some(t) = bearer {
+            rb = rb.header("authorization", format!("Bearer {t}"));
+        }
+        self.send(rb).await
+    }
+
+    pub async fn post_form(&self, path: &str, pairs: &[(&str, &str)]) -> Resp {
+        let body = serde_urlencoded::to_string(pairs).unwrap();
+        self.post_raw(path, "application/x-www-form-urlencoded", body.into_bytes(), None).await
+    }
+
+    pub async fn mcp(&self, token: &str, method: &str, params: Value) -> Resp {
+        self.post_json("/mcp", &json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}), Some(token)).await
+    }
+}
+
+/// A verifier of 43+ unreserved characters and its S256 challenge.
+pub fn pkce() -> (String, String) {
+    let verifier = URL_SAFE_NO_PAD.encode(uuid_like());
+    let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
+    (verifier, challenge)
+}
+
+fn uuid_like() -> [u8; 32] {
+    let mut b = [0u8; 32];
+    getrandom::fill(&mut b).unwrap();
+    b
+}
+
+pub fn query_of(url: &str) -> HashMap<String, String> {
+    url::Url::parse(url).map(|u| u.query_pairs().into_owned().collect()).unwrap_or_default()
+}
+
+pub fn authorize_path(pairs: &[(&str, &str)]) -> String {
+    format!("/oauth/authorize?{}", serde_urlencoded::to_string(pairs).unwrap())
+}
+
+fn between<'a>(s: &'a str, start: &str, end: &str) -> Option<&'a str> {
+    let i = s.find(start)? + start.len();
+    let j = s[i..].find(end)? + i;
+    Some(&s[i..j])
+}
+
+/// (request_id, code, resume_token) scraped from the approval page.
+pub fn scrape_page(html: &str) -> (String, String, String) {
+    let code = between(html, "id=\"code\">", "<").expect("code on page").to_string();
+    let rid = between(html, "request_id: <code>", "</code>").expect("request id on page").to_string();
+    let resume = between(html, "resume = \"", "\"").expect("resume token in script").to_string();
+    (rid, code, resume)
+}
+
+#[derive(Clone, Debug)]
+pub struct TestClient {
+    pub id: String,
+    pub secret: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct Pending {
+    pub request_id: String,
+    pub code: String,
+    pub resume: String,
+    pub verifier: String,
+    pub challenge: String,
+    pub state: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct Tokens {
+    pub access: String,
+    pub refresh: String,
+}
+
+/// An edge served in this process on 127.0.0.1, with a clock the test moves.
+pub struct InProc {
+    pub http: Http,
+    pub clock: ManualClock,
+    pub store: Arc<EdgeStore>,
+    pub issuer: String,
+    shutdown: CancellationToken,
+    _tmp: tempfile::TempDir,
+}
+
+impl Drop for InProc {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+pub const T0: i64 = 1_800_000_000_000;
+
+impl InProc {
+    pub async fn start() -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("edge");
+        EdgeStore::init(&dir).unwrap();
+        let clock = ManualClock::new(T0);
+        let store = Arc::new(EdgeStore::open(&dir, Arc::new(clock.clone())).unwrap());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let issuer = format!("http://{}", listener.local_addr().unwrap());
+        let state = Arc::new(EdgeState {
+            config: EdgeConfig::new(&issuer).unwrap(),
+            store: Arc::clone(&store),
+            router: Arc::new(NoWorkstations),
+            allow_loopback_cimd: false,
+        });
+        let shutdown = CancellationToken::new();
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            axum::serve(listener, herdr_mcp::edge::http::router(state)).with_graceful_shutdown(stop.cancelled_owned()).await.ok();
+        });
+        Self { http: Http::new(&issuer), clock, store, issuer, shutdown, _tmp: tmp }
+    }
+
+    pub async fn register(&self, body: Value) -> Resp {
+        self.http.post_json("/oauth/register", &body, None).await
+    }
+
+    pub async fn client(&self) -> TestClient {
+        let r = self.register(json!({"redirect_uris": [REDIRECT], "client_name": "Test client"})).await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        let v = r.json();
+        TestClient { id: v["client_id"].as_str().unwrap().into(), secret: v["client_secret"].as_str().unwrap().into() }
+    }
+
+    pub async fn authorize(&self, c: &TestClient, challenge: &str, state: &str) -> Resp {
+        let path = authorize_path(&[
+            ("response_type", "code"),
+            ("client_id", &c.id),
+            ("redirect_uri", REDIRECT),
+            ("code_challenge", challenge),
+            ("code_challenge_method", "S256"),
+            ("scope", "mcp"),
+            ("resource", &format!("{}/mcp", self.issuer)),
+            ("state", state),
+        ]);
+        self.http.get(&path).await
+    }
+
+    pub async fn pending(&self, c: &TestClient) -> Pending {
+        let (verifier, challenge) = pkce();
+        let state = format!("st-{}", &verifier[..8]);
+        let r = self.authorize(c, &challenge, &state).await;
+        assert_eq!(r.status, 200, "authorize should show the approval page: {}", r.body);
+        let (request_id, code, resume) = scrape_page(&r.body);
+        Pending { request_id, code, resume, verifier, challenge, state }
+    }
+
+    pub fn approve(&self, p: &Pending) -> Result<connectors::ApprovalInfo, connectors::ApprovalError> {
+        connectors::approve(&self.store, &p.request_id, &p.code, "test")
+    }
+
+    pub async fn poll(&self, p: &Pending) -> Resp {
+        let q = serde_urlencoded::to_string([("request_id", &p.request_id), ("resume_token", &p.resume)]).unwrap();
+        self.http.get(&format!("/oauth/authorize/poll?{q}")).await
+    }
+
+    /// Pending → approved → polled: an authorization code for `c`.
+    pub async fn code(&self, c: &TestClient) -> (String, Pending) {
+        let p = self.pending(c).await;
+        self.approve(&p).unwrap();
+        let r = self.poll(&p).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        let redirect = r.json()["redirect"].as_str().unwrap().to_string();
+        let q = query_of(&redirect);
+        (q["code"].clone(), p)
+    }
+
+    pub async fn redeem(&self, c: &TestClient, code: &str, verifier: &str) -> Resp {
+        let resource = format!("{}/mcp", self.issuer);
+        self.http
+            .post_form(
+                "/oauth/token",
+                &[
+                    ("grant_type", "authorization_code"),
+                    ("client_id", &c.id),
+                    ("code", code),
+                    ("redirect_uri", REDIRECT),
+                    ("code_verifier", verifier),
+                    ("resource", &resource),
+                ],
+            )
+            .await
+    }
+
+    pub async fn refresh(&self, c: &TestClient, refresh: &str) -> Resp {
+        let resource = format!("{}/mcp", self.issuer);
+        self.http
+            .post_form(
+                "/oauth/token",
+                &[("grant_type", "refresh_token"), ("client_id", &c.id), ("refresh_token", refresh), ("resource", &resource)],
+            )
+            .await
+    }
+
+    /// A client with approved tokens.
+    pub async fn tokens(&self) -> (TestClient, Tokens, String) {
+        let c = self.client().await;
+        let (code, p) = self.code(&c).await;
+        let r = self.redeem(&c, &code, &p.verifier).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        let v = r.json();
+        let connector = connectors::list(&self.store).unwrap()[0].connector_id.clone();
+        (c, Tokens { access: v["access_token"].as_str().unwrap().into(), refresh: v["refresh_token"].as_str().unwrap().into() }, connector)
+    }
+}
