@@ -1,9 +1,7 @@
-//! The chat sites the bridge runs on: origin → site, conversation keys, the selector sets the
-//! content script is driven with, and when a reply counts as finished.
-//!
-//! The wire values (origins, selectors, done patterns) follow spec/extension.md §4. This is a
-//! thin local table until `ext-adapters` publishes its `SiteAdapter` API; the content script only
-//! ever sees the JSON produced here, so swapping the source later changes nothing in the page.
+//! The sites the bridge may be switched on for (z.ai, DeepSeek): their origins, switch names and
+//! content-script match patterns, plus the conversation-key parsing the sender check needs.
+//! Everything about reading a site's page (selectors, roles, reply finished) is
+//! `ext_adapters`'s job.
 
 use ext_core::protocol_text::Site;
 use serde::Serialize;
@@ -62,68 +60,6 @@ impl BridgeSite {
     pub fn from_origin(origin: &str) -> Option<Self> {
         ALL_SITES.into_iter().find(|s| s.origin() == origin)
     }
-
-    /// Selector set and page strategy for the content script.
-    pub fn selectors(self) -> Selectors {
-        match self {
-            BridgeSite::Zai => Selectors {
-                composer: "textarea",
-                send_button: Some("#send-message-button:not(:disabled), form button[type=submit]:not(:disabled)"),
-                message_root: "[id^=\"message-\"]:not([id$=\"-start\"])",
-                user_marker: Some(".user-message, .chat-user"),
-                assistant_marker: ".markdown-prose, .chat-assistant",
-                reply_body: ".markdown-prose, [class*=markdown], [class*=answer], [class*=message-content], [class*=prose]",
-                busy_marker: None,
-                message_id: "attr:id",
-            },
-            BridgeSite::DeepSeek => Selectors {
-                composer: "textarea[name=search], textarea",
-                send_button: None,
-                message_root: ".ds-message",
-                user_marker: None,
-                assistant_marker: ".ds-assistant-message-main-content",
-                reply_body: ".ds-assistant-message-main-content",
-                busy_marker: Some("[class*=cursor], [class*=blink], [class*=loading]"),
-                message_id: "index",
-            },
-        }
-    }
-
-    /// Whether the site shows the reply as finished (stability over time is checked apart).
-    /// `busy` says whether the reply's root contains the site's busy marker.
-    pub fn reply_looks_done(self, text: &str, root_text: &str, busy: bool) -> bool {
-        if text.trim().is_empty() {
-            return false;
-        }
-        match self {
-            BridgeSite::Zai => {
-                let lower = text.to_lowercase();
-                !["thinking...", "generating", "loading...", "思考中", "生成中", "加载中"].iter().any(|p| lower.contains(p))
-            }
-            BridgeSite::DeepSeek => thought_for_seconds(root_text) || !busy,
-        }
-    }
-}
-
-/// `/Thought for \d+/`: DeepSeek's finished-thinking label.
-fn thought_for_seconds(text: &str) -> bool {
-    text.match_indices("Thought for ").any(|(i, m)| text[i + m.len()..].starts_with(|c: char| c.is_ascii_digit()))
-}
-
-/// What the content script needs to read and drive one site's page.
-#[derive(Debug, Clone, Serialize)]
-pub struct Selectors {
-    pub composer: &'static str,
-    /// None: the site sends with Enter only.
-    pub send_button: Option<&'static str>,
-    pub message_root: &'static str,
-    /// None: a root is the user's when it has no assistant marker.
-    pub user_marker: Option<&'static str>,
-    pub assistant_marker: &'static str,
-    pub reply_body: &'static str,
-    pub busy_marker: Option<&'static str>,
-    /// `attr:id` (the root's id attribute) or `index` (position among roots).
-    pub message_id: &'static str,
 }
 
 /// A URL split into what identity checks need.
@@ -165,16 +101,6 @@ pub fn is_root_key(key: &str) -> bool {
     parse_url(key).is_some_and(|u| u.path.trim_end_matches('/').is_empty())
 }
 
-/// z.ai `/c/<id>` → `<id>`.
-pub fn zai_conversation_id(key: &str) -> Option<String> {
-    let u = parse_url(key)?;
-    if u.origin != BridgeSite::Zai.origin() {
-        return None;
-    }
-    let id = u.path.strip_prefix("/c/")?;
-    (!id.is_empty() && !id.contains('/')).then(|| id.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,25 +115,9 @@ mod tests {
     }
 
     #[test]
-    fn roots_and_zai_ids() {
+    fn new_chat_roots() {
         assert!(is_root_key("https://chat.z.ai"));
         assert!(!is_root_key("https://chat.z.ai/c/1"));
-        assert_eq!(zai_conversation_id("https://chat.z.ai/c/42").as_deref(), Some("42"));
-        assert_eq!(zai_conversation_id("https://chat.z.ai/c/42/x"), None);
-        assert_eq!(zai_conversation_id("https://chat.deepseek.com/c/42"), None);
-    }
-
-    #[test]
-    fn done_rules_per_site() {
-        let z = BridgeSite::Zai;
-        assert!(!z.reply_looks_done("Thinking...", "", false));
-        assert!(!z.reply_looks_done("", "", false));
-        assert!(z.reply_looks_done("{\"tool\":\"a\"}", "", false));
-        let d = BridgeSite::DeepSeek;
-        assert!(!d.reply_looks_done("partial", "partial", true));
-        assert!(d.reply_looks_done("partial", "Thought for 3 seconds partial", true));
-        assert!(!d.reply_looks_done("partial", "Thought for a while", true));
-        assert!(d.reply_looks_done("final", "final", false));
     }
 
     #[test]

@@ -10,9 +10,8 @@ use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
 use ext_core::engine::{CallReply, Command, Engine, EngineConfig, Event, ExecCall, Status, StopReason};
-use ext_core::fold::{self, fold_decision};
-use ext_core::journal::{CallJournal, Role, TranscriptEntry, has_pending_tool_reply};
-use serde::Deserialize;
+use ext_adapters::{PageSnapshot, interpret};
+use ext_core::journal::{CallJournal, TranscriptEntry, has_pending_tool_reply};
 use serde_json::{Map, Value, json};
 use wasm_bindgen::prelude::*;
 
@@ -29,26 +28,6 @@ pub const CONFIG_KEY: &str = "herdrBridgeConfig";
 pub const REPLY_STABLE_MS: u64 = 1_200;
 /// Calls kept in the diagnostics log (start/end times for the status page and the figures).
 pub const CALL_LOG_MAX: usize = 200;
-
-/// One message as the content script read it.
-#[derive(Debug, Clone, Deserialize)]
-pub struct PageEntry {
-    pub id: String,
-    pub role: String,
-    pub text: String,
-    #[serde(default)]
-    pub busy: bool,
-    #[serde(default, rename = "rootText")]
-    pub root_text: String,
-    #[serde(default)]
-    pub folded: bool,
-}
-
-impl PageEntry {
-    fn role(&self) -> Role {
-        if self.role == "assistant" { Role::Assistant } else { Role::User }
-    }
-}
 
 struct Conv {
     key: String,
@@ -215,42 +194,51 @@ fn migrate_conversation_state(target: &str, tab_id: i32, now: u64) {
 }
 
 /// A page report: track the reply, feed the engine, resume after a reload, decide folding.
-pub async fn report(v: VerifiedSender, page_id: String, entries: Vec<PageEntry>) -> Value {
+/// The snapshot is read by the site adapter (`ext_adapters::interpret`).
+pub async fn report(v: VerifiedSender, page_id: String, snapshot: PageSnapshot) -> Value {
+    let view = match interpret(&snapshot) {
+        Ok(view) => view,
+        Err(e) => return json!({ "ok": false, "error": "snapshot-unreadable", "detail": format!("{e:?}") }),
+    };
+    if view.identity.conv_key != v.conv_key {
+        return json!({ "ok": false, "error": crate::sender::ERR_SENDER_MISMATCH, "detail": "the snapshot is of another conversation" });
+    }
     let id = attach(&v, &page_id);
     let now = io::now();
     let (_, stable_ms) = config();
     let mut resume: Option<(Vec<TranscriptEntry>, String, u64)> = None;
-    let mut last_finished = true;
+    let latest = view.latest_reply.as_ref().filter(|_| !view.awaiting_reply);
     let (commands, generation, watch) = CONVS.with(|c| {
         let mut c = c.borrow_mut();
         let conv = c.by_id.get_mut(&id).expect("attached conversation exists");
         let mut commands = Vec::new();
         let mut settled = true;
-        if let Some(last) = entries.last().filter(|e| e.role() == Role::Assistant) {
+        if let Some(reply) = latest {
+            let (message_id, text) = (reply.entry.message_id(), reply.entry.text);
             let changed_at = match &conv.reply {
-                Some((rid, text, at)) if *rid == last.id && *text == last.text => *at,
+                Some((rid, seen, at)) if *rid == message_id && seen == text => *at,
                 _ => now,
             };
-            conv.reply = Some((last.id.clone(), last.text.clone(), changed_at));
-            let done = conv.site.reply_looks_done(&last.text, &last.root_text, last.busy) && now.saturating_sub(changed_at) >= stable_ms;
-            settled = done || conv.handled.contains(&last.id);
-            last_finished = settled;
-            if !conv.handled.contains(&last.id) {
+            conv.reply = Some((message_id.clone(), text.to_string(), changed_at));
+            // The adapter says whether the page shows it finished; the text must also have settled.
+            let done = reply.finished() && now.saturating_sub(changed_at) >= stable_ms;
+            settled = done || conv.handled.contains(&message_id);
+            if !conv.handled.contains(&message_id) {
                 if conv.engine.is_running() {
-                    commands = conv.engine.handle(Event::ReplySnapshot { message_id: last.id.clone(), text: last.text.clone(), done, now_ms: now });
+                    commands = conv.engine.handle(Event::ReplySnapshot { message_id: message_id.clone(), text: text.to_string(), done, now_ms: now });
                     if done {
-                        conv.handled.insert(last.id.clone());
+                        conv.handled.insert(message_id);
                     }
                 } else if done {
-                    conv.handled.insert(last.id.clone());
-                    let transcript: Vec<TranscriptEntry> = entries.iter().map(|e| TranscriptEntry { role: e.role(), text: e.text.clone() }).collect();
+                    conv.handled.insert(message_id.clone());
+                    let transcript = view.transcript();
                     if has_pending_tool_reply(&transcript) {
-                        resume = Some((transcript, last.id.clone(), conv.generation));
+                        resume = Some((transcript, message_id, conv.generation));
                     }
                 }
             }
         }
-        (commands, conv.generation, conv.engine.is_running() || !settled)
+        (commands, conv.generation, conv.engine.is_running() || !settled || view.awaiting_reply)
     });
     apply(id, generation, commands);
     if let Some((transcript, message_id, generation)) = resume {
@@ -261,27 +249,22 @@ pub async fn report(v: VerifiedSender, page_id: String, entries: Vec<PageEntry>)
             }
         });
     }
-    let count = entries.len();
-    let fold: Vec<Value> = entries
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| !e.folded)
-        .filter_map(|(i, e)| {
-            let role = if e.role() == Role::Assistant { fold::Role::Assistant } else { fold::Role::User };
-            let finished = i + 1 < count || last_finished;
-            fold_decision(role, &e.text, finished).map(|label| json!({ "id": e.id, "label": label.text() }))
-        })
+    let fold: Vec<Value> = view
+        .pending_folds()
+        .into_iter()
+        .map(|(index, _, label)| json!({ "index": index, "key": label, "label": label.text() }))
         .collect();
     json!({ "ok": true, "fold": fold, "watch": watch })
 }
 
 /// The user pressed send: start a bridged task (or send unbridged when no catalog).
-pub async fn submit(v: VerifiedSender, page_id: String, text: String, entries: Vec<PageEntry>) -> Value {
+pub async fn submit(v: VerifiedSender, page_id: String, text: String, snapshot: PageSnapshot) -> Value {
     let id = attach(&v, &page_id);
     let catalog = fetch_catalog().await;
     let bridged = catalog.is_ok();
     let error = catalog.as_ref().err().map(|e| e.code.clone());
-    let previous = entries.iter().rev().find(|e| e.role() == Role::Assistant).map(|e| e.id.clone());
+    // The reply already on the page must not be taken for the answer to this task.
+    let previous = interpret(&snapshot).ok().and_then(|view| view.latest_reply.map(|r| r.entry.message_id()));
     let generation = CONVS.with(|c| {
         let mut c = c.borrow_mut();
         let conv = c.by_id.get_mut(&id)?;

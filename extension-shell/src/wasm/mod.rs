@@ -71,8 +71,9 @@ fn refused(error: &str) -> Value {
     json!({ "ok": false, "error": error })
 }
 
-fn entries_of(message: &Value) -> Vec<bridge::PageEntry> {
-    message.get("entries").cloned().and_then(|e| serde_json::from_value(e).ok()).unwrap_or_default()
+fn snapshot_of(message: &Value) -> Result<ext_adapters::PageSnapshot, Value> {
+    let raw = message.get("snapshot").cloned().unwrap_or(Value::Null);
+    serde_json::from_value(raw).map_err(|e| json!({ "ok": false, "error": "snapshot-invalid", "detail": e.to_string() }))
 }
 
 /// Routes one `chrome.runtime.onMessage` message; the promise resolves to the reply.
@@ -94,9 +95,18 @@ async fn route(message: Value, sender: Value) -> Value {
                 Err(code) => return refused(code),
             };
             match kind.as_str() {
-                "h2w_hello" => json!({ "ok": true, "site": verified.site.name(), "selectors": verified.site.selectors() }),
-                "h2w_report" => bridge::report(verified, text("pageId"), entries_of(&message)).await,
-                "h2w_submit" => bridge::submit(verified, text("pageId"), text("text"), entries_of(&message)).await,
+                "h2w_hello" => match ext_adapters::adapter_for_url(&verified.conv_key) {
+                    Ok((adapter, _)) => json!({ "ok": true, "site": verified.site.name(), "selectors": adapter.selectors() }),
+                    Err(e) => json!({ "ok": false, "error": "unsupported-site", "detail": format!("{e:?}") }),
+                },
+                "h2w_report" => match snapshot_of(&message) {
+                    Ok(snapshot) => bridge::report(verified, text("pageId"), snapshot).await,
+                    Err(refusal) => refusal,
+                },
+                "h2w_submit" => match snapshot_of(&message) {
+                    Ok(snapshot) => bridge::submit(verified, text("pageId"), text("text"), snapshot).await,
+                    Err(refusal) => refusal,
+                },
                 "h2w_catalog" => match bridge::fetch_catalog().await {
                     Ok(tools) => json!({ "ok": true, "tools": tools }),
                     Err(e) => json!({ "ok": false, "error": e.code, "detail": e.detail }),

@@ -7,7 +7,6 @@
   const pageId = crypto.randomUUID();
   const SITE_BY_ORIGIN = { 'https://chat.z.ai': 'z.ai', 'https://chat.deepseek.com': 'deepseek' };
   const site = SITE_BY_ORIGIN[location.origin];
-  const MAX_ENTRIES = 40;
   const WATCH_INTERVAL_MS = 400;
   const SELF_SEND_WINDOW_MS = 3000;
   let sel = null;
@@ -23,45 +22,61 @@
   const ask = (message) =>
     chrome.runtime.sendMessage({ site, convKey: convKey(), pageId, ...message }).catch((error) => ({ ok: false, error: 'background-unavailable', detail: String(error) }));
 
-  // ---- reading the page ------------------------------------------------------------------
-  function roots() {
-    return [...document.querySelectorAll(sel.message_root)];
+  // ---- reading the page (the snapshot rules are ext-adapters' `selectors` module) ------------
+  let seq = 0;
+  const allRoots = () => [...document.querySelectorAll(sel.message_root)];
+  function lastOutermost(root) {
+    const matches = [...root.querySelectorAll(sel.content)];
+    const outer = matches.filter((m) => !matches.some((o) => o !== m && o.contains(m)));
+    return outer.length ? outer[outer.length - 1] : root;
   }
-  function roleOf(root) {
-    if (root.matches(sel.assistant_marker) || root.querySelector(sel.assistant_marker)) return 'assistant';
-    if (!sel.user_marker || root.matches(sel.user_marker) || root.querySelector(sel.user_marker)) return 'user';
+  function firstMatch(list) {
+    for (let i = 0; i < list.length; i++) {
+      const node = document.querySelector(list[i]);
+      if (node) return { node, candidate: i };
+    }
     return null;
   }
-  function idOf(root, index) {
-    return sel.message_id === 'index' ? `ds-${index}` : root.id || `idx-${index}`;
+  function visible(node) {
+    if (node.offsetParent) return true;
+    const r = node.getBoundingClientRect();
+    const cs = getComputedStyle(node);
+    return r.width > 0 && r.height > 0 && cs.visibility !== 'hidden' && cs.display !== 'none' && cs.opacity !== '0';
   }
-  function textOf(root, role) {
-    if (role === 'assistant') {
-      const bodies = root.querySelectorAll(sel.reply_body);
-      const body = bodies.length ? bodies[bodies.length - 1] : root;
-      return (body.textContent || '').trim();
-    }
-    const user = sel.user_marker ? root.querySelector(sel.user_marker) || root : root;
-    return (user.textContent || '').trim();
-  }
-  function entries() {
-    const list = [];
-    roots().forEach((root, index) => {
-      const role = roleOf(root);
-      if (!role) return;
-      list.push({
-        id: idOf(root, index),
-        role,
-        text: textOf(root, role),
-        busy: !!(sel.busy_marker && root.querySelector(sel.busy_marker)),
-        rootText: (root.textContent || '').slice(0, 400),
-        folded: root.dataset.h2wJsonFolded === '1',
-      });
+  let composingNow = false;
+  document.addEventListener('compositionstart', () => (composingNow = true), true);
+  document.addEventListener('compositionend', () => (composingNow = false), true);
+  function snapshot() {
+    const roots = allRoots();
+    const from = Math.max(0, roots.length - sel.max_roots);
+    const picked = roots.slice(from).map((root, i) => {
+      const index = from + i;
+      const last = index === roots.length - 1;
+      const full = (lastOutermost(root).textContent || '').trim();
+      const text = last ? full : full.slice(0, sel.history_text_chars);
+      return {
+        index,
+        dom_id: root.id || undefined,
+        probes: sel.probes.filter((p) => root.matches(p.selector) || root.querySelector(p.selector)).map((p) => p.name),
+        text,
+        text_truncated: text.length < full.length,
+        head: (root.textContent || '').trimStart().slice(0, sel.head_chars),
+        folded: root.dataset.h2wFoldKey || undefined,
+      };
     });
-    return list.slice(-MAX_ENTRIES);
-  }
-  function rootById(id) {
-    return roots().find((root, index) => idOf(root, index) === id) || null;
+    const c = firstMatch(sel.composer)?.node;
+    const button = firstMatch(sel.send_buttons);
+    return {
+      seq: ++seq,
+      url: location.href,
+      visible: document.visibilityState === 'visible',
+      total_roots: roots.length,
+      roots: picked,
+      composer: c
+        ? { present: true, kind: c.tagName === 'TEXTAREA' ? 'textarea' : c.isContentEditable ? 'content_editable' : 'other', text: composerText(), composing: composingNow, disabled: !!c.disabled }
+        : { present: false },
+      send_button: button ? { candidate: button.candidate, enabled: !button.node.disabled, visible: visible(button.node) } : undefined,
+    };
   }
 
   // ---- reporting -----------------------------------------------------------------------------
@@ -77,9 +92,9 @@
     }
     reporting = true;
     try {
-      const answer = await ask({ type: 'h2w_report', entries: entries() });
+      const answer = await ask({ type: 'h2w_report', snapshot: snapshot() });
       if (answer?.ok) {
-        for (const f of answer.fold || []) fold(rootById(f.id), f.label);
+        for (const f of answer.fold || []) fold(allRoots()[f.index], f.key, f.label);
         watching = !!answer.watch;
       }
     } finally {
@@ -94,9 +109,10 @@
   }
 
   // ---- folding (presentation only: nothing is removed) ------------------------------------
-  function fold(root, label) {
+  function fold(root, key, label) {
     if (!root || root.dataset.h2wJsonFolded === '1' || !root.parentNode) return;
     root.dataset.h2wJsonFolded = '1';
+    root.dataset.h2wFoldKey = key;
     const bar = document.createElement('div');
     bar.className = 'h2w-json-fold';
     bar.setAttribute('role', 'button');
@@ -115,7 +131,7 @@
 
   // ---- the composer ------------------------------------------------------------------------------
   function composer() {
-    return document.querySelector(sel.composer);
+    return firstMatch(sel.composer)?.node ?? null;
   }
   function composerText() {
     const c = composer();
@@ -156,7 +172,7 @@
       fill(text);
       await delay(120);
       selfSendingUntil = Date.now() + SELF_SEND_WINDOW_MS;
-      const button = sel.send_button ? document.querySelector(sel.send_button) : null;
+      const button = firstMatch(sel.send_buttons)?.node;
       if (button) button.click();
       else pressEnter(c);
       if (await waitEmpty(5000)) return { ok: true };
@@ -181,7 +197,7 @@
     event.preventDefault();
     event.stopImmediatePropagation();
     event.stopPropagation();
-    ask({ type: 'h2w_submit', text, entries: entries() }).then((answer) => {
+    ask({ type: 'h2w_submit', text, snapshot: snapshot() }).then((answer) => {
       if (answer?.ok) return;
       // Refused (e.g. the site was switched off meanwhile): the user's message still goes out, as typed.
       console.warn('herdr: the bridge refused this message; sending it unbridged', answer);
@@ -192,7 +208,7 @@
     'keydown',
     (event) => {
       if (event.key !== 'Enter' || event.shiftKey || event.isComposing || event.keyCode === 229) return;
-      if (!sel || !event.target?.closest?.(sel.composer)) return;
+      if (!sel || !sel.composer.some((c) => event.target?.closest?.(c))) return;
       intercept(event);
     },
     true,
@@ -200,14 +216,14 @@
   document.addEventListener(
     'click',
     (event) => {
-      if (sel?.send_button && event.target?.closest?.(sel.send_button)) intercept(event);
+      if (sel && sel.send_buttons.some((b) => event.target?.closest?.(b))) intercept(event);
     },
     true,
   );
   document.addEventListener(
     'submit',
     (event) => {
-      if (sel && event.target?.querySelector?.(sel.composer)) intercept(event);
+      if (sel && sel.composer.some((c) => event.target?.querySelector?.(c))) intercept(event);
     },
     true,
   );
