@@ -163,3 +163,37 @@ async fn unknown_method_is_method_not_found() {
     assert_eq!(body["error"]["code"], -32601, "{body}");
     assert_eq!(body["id"], 9);
 }
+
+#[tokio::test]
+async fn sessions_beyond_the_cap_evict_the_oldest() {
+    use herdr_mcp::server::endpoint::MAX_SESSIONS;
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let rt = Runtime::start(&[repo.path()], &[]).await;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    .to_string();
+    let sse = [("content-type", "application/json"), ("accept", "application/json, text/event-stream")];
+    let mut ids = Vec::new();
+    for _ in 0..=MAX_SESSIONS {
+        let resp = rt.raw("POST", "/mcp", &sse, Some(init.as_bytes())).await;
+        assert_eq!(resp.status, 200);
+        ids.push(resp.header("mcp-session-id").expect("session id").to_string());
+    }
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}).to_string();
+    let status_of = |id: String| {
+        let rt = &rt;
+        let ping = ping.clone();
+        async move {
+            let headers = [
+                ("content-type", "application/json"),
+                ("accept", "application/json, text/event-stream"),
+                ("mcp-session-id", id.as_str()),
+                ("mcp-protocol-version", "2025-06-18"),
+            ];
+            rt.raw("POST", "/mcp", &headers, Some(ping.as_bytes())).await.status
+        }
+    };
+    assert_eq!(status_of(ids[0].clone()).await, 404, "the oldest session must be gone");
+    assert_eq!(status_of(ids[1].clone()).await, 200, "the second-oldest stays");
+    assert_eq!(status_of(ids[MAX_SESSIONS].clone()).await, 200, "the newest works");
+}

@@ -12,7 +12,7 @@
 //! catalog's missing members merged back here; the listed tools then hash exactly
 //! to the advertised contract hash.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -27,7 +27,9 @@ use http_body_util::{BodyExt, Limited};
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::transport::streamable_http_server::{
+    SessionId, SessionManager, StreamableHttpServerConfig, StreamableHttpService,
+};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -37,6 +39,8 @@ use super::mcp::{McpHandler, ServerState};
 
 /// Idle sessions close after this long (spec §3: one hour, refreshed on use).
 pub const SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(3600);
+/// Most sessions kept at once (spec §3); the oldest is closed to admit a new one.
+pub const MAX_SESSIONS: usize = 1024;
 /// SSE keep-alive comment interval on long-lived streams.
 const SSE_KEEP_ALIVE: Duration = Duration::from_secs(15);
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -51,6 +55,9 @@ pub struct McpEndpoint {
 
 struct Inner {
     session: SessionService,
+    sessions: Arc<LocalSessionManager>,
+    /// Session ids in creation order, for evicting the oldest.
+    session_order: tokio::sync::Mutex<VecDeque<SessionId>>,
     stateless: StatelessService,
     /// Catalog entries by tool name, to restore members rmcp's model drops.
     catalog_by_name: HashMap<String, Map<String, Value>>,
@@ -76,10 +83,11 @@ impl McpEndpoint {
             .with_max_request_body_bytes(MAX_BODY_BYTES);
         let mut sessions = LocalSessionManager::default();
         sessions.session_config.keep_alive = Some(SESSION_IDLE_TIMEOUT);
+        let sessions = Arc::new(sessions);
         let factory_state = Arc::clone(&state);
         let session = StreamableHttpService::new(
             move || Ok(McpHandler::new(Arc::clone(&factory_state))),
-            Arc::new(sessions),
+            Arc::clone(&sessions),
             base.clone().with_legacy_session_mode(true),
         );
         let factory_state = Arc::clone(&state);
@@ -88,7 +96,15 @@ impl McpEndpoint {
             Arc::new(NeverSessionManager::default()),
             base.with_legacy_session_mode(false).with_json_response(true).with_sse_retry(None),
         );
-        McpEndpoint { inner: Arc::new(Inner { session, stateless, catalog_by_name }) }
+        McpEndpoint {
+            inner: Arc::new(Inner {
+                session,
+                sessions,
+                session_order: tokio::sync::Mutex::new(VecDeque::new()),
+                stateless,
+                catalog_by_name,
+            }),
+        }
     }
 
     pub async fn handle(&self, request: Request<Body>) -> Response<Body> {
@@ -130,7 +146,16 @@ impl McpEndpoint {
         let is_tools_list = envelope.method.as_deref() == Some("tools/list");
         let response = if has_session || wants_session {
             let request = Request::from_parts(parts, Body::from(bytes));
-            into_axum(self.inner.session.handle(request).await)
+            let response = into_axum(self.inner.session.handle(request).await);
+            if !has_session
+                && let Some(id) = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok())
+            {
+                // The id is copied out first: `Body` is not `Sync`, so no reference
+                // to the response may live across an await.
+                let id = SessionId::from(id);
+                self.inner.remember_session(id).await;
+            }
+            response
         } else {
             // The stateless service answers JSON whatever the client accepts, but
             // rmcp insists on both media types being acceptable.
@@ -177,6 +202,27 @@ impl McpEndpoint {
 }
 
 impl Inner {
+    /// Records a newly issued session and closes the oldest ones beyond the cap.
+    async fn remember_session(&self, id: SessionId) {
+        let mut order = self.session_order.lock().await;
+        order.push_back(id);
+        if order.len() <= MAX_SESSIONS {
+            return;
+        }
+        // Sessions that ended on their own (DELETE, idle timeout) free their slot first.
+        {
+            let live = self.sessions.sessions.read().await;
+            order.retain(|id| live.contains_key(id));
+        }
+        while order.len() > MAX_SESSIONS {
+            let Some(oldest) = order.pop_front() else { break };
+            tracing::info!(session = %oldest, "session limit reached; closing the oldest session");
+            if let Err(e) = self.sessions.close_session(&oldest).await {
+                tracing::warn!(session = %oldest, error = %e, "could not close evicted session");
+            }
+        }
+    }
+
     /// Returns the patched JSON text when `data` is a `tools/list` result.
     fn patch_message(&self, data: &str) -> Option<String> {
         let mut message: Value = serde_json::from_str(data).ok()?;

@@ -146,8 +146,10 @@ mod tests {
         let path = dir.path().join("s.sock");
         let (listener, guard) = bind(&path).unwrap();
         drop(listener);
-        // Someone else takes the path over: our guard must leave theirs alone.
-        std::fs::remove_file(&path).unwrap();
+        // Someone else takes the path over: our guard must leave theirs alone. (The
+        // old inode is kept alive under another name so the new one cannot reuse
+        // its number.)
+        std::fs::rename(&path, dir.path().join("old.sock")).unwrap();
         let (_other, other_guard) = bind(&path).unwrap();
         drop(guard);
         assert!(path.exists(), "foreign socket was removed");
