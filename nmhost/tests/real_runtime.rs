@@ -7,15 +7,14 @@ use serde_json::{json, Value};
 use support::host::{Host, PINNED_ORIGIN};
 use support::real_runtime::RealRuntime;
 
+/// `None` (test skipped, said loudly) only when no runtime binary can be found or built; a
+/// runtime that exists but does not start is a failure.
 fn start_runtime() -> Option<RealRuntime> {
-    match RealRuntime::start() {
-        Ok(r) => Some(r),
-        Err(why) => {
-            // Only when the runtime binary truly cannot be built or started.
-            eprintln!("SKIPPED: the real herdr-mcp runtime is not available: {why}");
-            None
-        }
+    if let Err(why) = support::real_runtime::binary() {
+        eprintln!("SKIPPED: no herdr-mcp runtime binary: {why}");
+        return None;
     }
+    Some(RealRuntime::start().expect("the real runtime starts and answers /health"))
 }
 
 fn mcp_request(id: &str, rpc: Value) -> Value {

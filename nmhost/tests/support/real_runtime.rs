@@ -81,10 +81,10 @@ impl RealRuntime {
             .arg(&socket)
             .arg("--root")
             .arg(&root)
-            .arg("--state-dir")
-            .arg(&state)
             .arg("--log-file")
             .arg(&log)
+            // The state dir by environment: builds that predate `--state-dir` ignore it.
+            .env("HERDR_MCP_STATE_DIR", &state)
             .env_remove("HERDR_MCP_READONLY")
             .env_remove("HERDR_MCP_TOKEN")
             .stdin(Stdio::null())
