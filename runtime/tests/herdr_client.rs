@@ -120,10 +120,7 @@ async fn subscription_streams_status_changes() {
     sim.add_workspace("w1", "repo");
     sim.add_pane("w1", "w1:p1", "/tmp");
     sim.add_agent("w1:p1", "pi", "idle");
-    let mut sub = client(&sim)
-        .subscribe(vec![json!({"type": "pane.agent_status_changed", "pane_id": "w1:p1"})])
-        .await
-        .unwrap();
+    let mut sub = client(&sim).subscribe(vec![json!({"type": "pane.agent_status_changed", "pane_id": "w1:p1"})]).await.unwrap();
     sim.set_agent_status("w1:p1", "working");
     let ev = tokio::time::timeout(Duration::from_secs(2), sub.next_event()).await.unwrap().unwrap().unwrap();
     assert_eq!(ev["event"], "pane.agent_status_changed");

@@ -44,7 +44,7 @@ async fn herdr_workspaces_carry_pane_roots_and_keep_uncovered_configured_roots()
     let ids: Vec<&str> = list.iter().map(|w| w.id.as_str()).collect();
     assert_eq!(ids, ["w1", "lone"], "a is covered by w1; lone stays standalone");
     assert_eq!(list[0].label, "alpha");
-    assert_eq!(list[0].roots, [a.clone()]);
+    assert_eq!(list[0].roots, std::slice::from_ref(&a));
 
     let busy = source.working_agents(a.clone()).await;
     assert_eq!(busy, [json!({"pane": "w1:p2", "agent": "pi"})], "only working agents inside the root");

@@ -126,9 +126,10 @@ async fn call_validates_params_before_sending() {
     let out = call(&r.ctx, "herdr_call", json!({"method": "pane.read", "params": "[1,2]"})).await.payload;
     assert_eq!(out["code"], "invalid_params");
     assert_eq!(out["message"], "herdr_call params must decode to an object");
-    let out = call(&r.ctx, "herdr_call", json!({"method": "pane.read", "params": "{\"pane_id\": 7, \"source\": \"everything\"}"}))
-        .await
-        .payload;
+    let out =
+        call(&r.ctx, "herdr_call", json!({"method": "pane.read", "params": "{\"pane_id\": 7, \"source\": \"everything\"}"}))
+            .await
+            .payload;
     assert_eq!(out["code"], "invalid_params");
     let names: Vec<&str> = out["errors"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["pane_id", "source"]);
@@ -143,18 +144,26 @@ async fn call_validates_params_before_sending() {
 async fn call_passes_results_errors_and_warnings_through() {
     let r = rig().await;
     r.sim.set_pane_text("w1:p2", "hello from the pane\n");
-    let out = call(&r.ctx, "herdr_call", json!({"method": "pane.read", "params": "{\"pane_id\":\"w1:p2\",\"source\":\"recent\",\"colour\":true}"}))
-        .await
-        .payload;
+    let out = call(
+        &r.ctx,
+        "herdr_call",
+        json!({"method": "pane.read", "params": "{\"pane_id\":\"w1:p2\",\"source\":\"recent\",\"colour\":true}"}),
+    )
+    .await
+    .payload;
     assert_eq!(out["ok"], true, "{out}");
     assert_eq!(out["result"]["read"]["text"], "hello from the pane\n");
     assert!(out["warnings"][0].as_str().unwrap().contains("colour"));
     let sent = r.sim.requests().into_iter().rev().find(|q| q["method"] == "pane.read").unwrap();
     assert_eq!(sent["params"]["colour"], true, "unknown params are still sent");
-    let out = call(&r.ctx, "herdr_call", json!({"method": "pane.read", "params": "{\"pane_id\":\"w9:p9\",\"source\":\"recent\"}"}))
-        .await
-        .payload;
-    assert_eq!((out["ok"].clone(), out["code"].clone(), out["method"].clone()), (json!(false), json!("pane_not_found"), json!("pane.read")));
+    let out =
+        call(&r.ctx, "herdr_call", json!({"method": "pane.read", "params": "{\"pane_id\":\"w9:p9\",\"source\":\"recent\"}"}))
+            .await
+            .payload;
+    assert_eq!(
+        (out["ok"].clone(), out["code"].clone(), out["method"].clone()),
+        (json!(false), json!("pane_not_found"), json!("pane.read"))
+    );
     let out = call(&r.ctx, "herdr_call", json!({"method": "workspace.list"})).await.payload;
     assert_eq!(out["result"]["workspaces"][0]["workspace_id"], "w1");
 }
@@ -237,7 +246,8 @@ async fn since_without_a_live_cache_takes_a_snapshot() {
 async fn prompt_observes_the_agent_before_and_after() {
     let r = rig().await;
     r.sim.set_on_prompt(&["working"]);
-    let out = call(&r.ctx, "herdr_prompt", json!({"target": "w1:p1", "text": "fix the tests", "idempotency_key": "k1"})).await.payload;
+    let out =
+        call(&r.ctx, "herdr_prompt", json!({"target": "w1:p1", "text": "fix the tests", "idempotency_key": "k1"})).await.payload;
     assert_eq!(out["ok"], true, "{out}");
     assert_eq!(out["status"], "submitted");
     assert_eq!(out["submitted"], true);
@@ -251,7 +261,13 @@ async fn prompt_observes_the_agent_before_and_after() {
 
     // With wait: the agent works and finishes; the call returns when it is done.
     r.sim.set_on_prompt(&["working", "done"]);
-    let out = call(&r.ctx, "herdr_prompt", json!({"target": "w1:p1", "text": "again", "wait": {"until": ["done"], "timeout_ms": 2000}})).await.payload;
+    let out = call(
+        &r.ctx,
+        "herdr_prompt",
+        json!({"target": "w1:p1", "text": "again", "wait": {"until": ["done"], "timeout_ms": 2000}}),
+    )
+    .await
+    .payload;
     assert_eq!(out["ok"], true, "{out}");
     assert_eq!(out["after"]["agent_status"], "done");
     assert_eq!(out["wait"]["completed"], true);
@@ -275,12 +291,15 @@ async fn prompt_idempotency_replays_conflicts_and_in_flight() {
     assert_eq!(again["idempotent_replay"], true);
     assert_eq!(again["after"], first["after"]);
     assert_eq!(r.sim.prompts().len(), 1, "the replay did not type the prompt again");
-    let other = call(&r.ctx, "herdr_prompt", json!({"target": "w1:p1", "text": "something else", "idempotency_key": "same"})).await.payload;
+    let other = call(&r.ctx, "herdr_prompt", json!({"target": "w1:p1", "text": "something else", "idempotency_key": "same"}))
+        .await
+        .payload;
     assert_eq!((other["code"].clone(), other["retryable"].clone()), (json!("idempotency_key_conflict"), json!(false)));
 
     // In flight: a prompt that waits for a status that never comes holds its key.
     r.sim.set_on_prompt(&["working"]);
-    let slow_args = json!({"target": "w1:p1", "text": "slow", "idempotency_key": "slow", "wait": {"until": ["done"], "timeout_ms": 1500}});
+    let slow_args =
+        json!({"target": "w1:p1", "text": "slow", "idempotency_key": "slow", "wait": {"until": ["done"], "timeout_ms": 1500}});
     let ctx = Arc::clone(&r.ctx);
     let a = slow_args.clone();
     let slow = tokio::spawn(async move { call(&ctx, "herdr_prompt", a).await.payload });

@@ -40,7 +40,8 @@ impl Sse {
         let stream = tokio::net::UnixStream::connect(socket).await.unwrap();
         let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
         tokio::spawn(conn);
-        let request = http::Request::get(format!("/push/events{query}")).header("host", "localhost").body(Empty::<Bytes>::new()).unwrap();
+        let request =
+            http::Request::get(format!("/push/events{query}")).header("host", "localhost").body(Empty::<Bytes>::new()).unwrap();
         let response = sender.send_request(request).await.unwrap();
         assert_eq!(response.status(), 200);
         Sse { body: response.into_body(), text: String::new() }
@@ -112,7 +113,10 @@ async fn runtime_without_herdr_answers_unavailable_and_an_empty_push_state() {
     let repo = common::git_repo(&[("a.txt", "a\n")]);
     let rt = Runtime::start(&[repo.path()], &[]).await;
     let state = raw_unix(&rt.socket, "GET", "/push/state", &[], None).await.unwrap().json();
-    assert_eq!((state["ok"].clone(), state["herdr_live"].clone(), state["agents"].clone()), (json!(true), json!(false), json!([])));
+    assert_eq!(
+        (state["ok"].clone(), state["herdr_live"].clone(), state["agents"].clone()),
+        (json!(true), json!(false), json!([]))
+    );
     let client = rt.client().await;
     let started = Instant::now();
     let since = call_tool(&client, "herdr_since", json!({})).await;

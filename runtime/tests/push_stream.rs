@@ -6,12 +6,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
-use http::Request;
-use http_body_util::BodyExt;
 use herdr_mcp::herdr::HerdrService;
 use herdr_mcp::push::{Delivery, Filter, PushBus, PushConfig, PushEvent, Subscription, kinds};
 use herdr_sim::HerdrSim;
 use herdr_sim::harness::config;
+use http::Request;
+use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
@@ -100,7 +100,10 @@ async fn exec_completed_is_delivered_with_its_fields() {
     let seq = bus.publish_exec_completed("exec-42", "/repo", Some(3), None, None);
     let e = next_event(&everyone).await;
     assert_eq!(e.kind, kinds::EXEC_COMPLETED);
-    assert_eq!((e.seq, &e.data["session_id"], &e.data["root"], &e.data["exit_code"]), (seq, &json!("exec-42"), &json!("/repo"), &json!(3)));
+    assert_eq!(
+        (e.seq, &e.data["session_id"], &e.data["root"], &e.data["exit_code"]),
+        (seq, &json!("exec-42"), &json!("/repo"), &json!(3))
+    );
     assert_eq!(next_event(&only_w1).await.seq, seq, "an exec without a workspace reaches filtered clients");
     bus.publish_exec_completed("exec-43", "/other", None, Some("SIGKILL"), Some("w2"));
     let killed = next_event(&everyone).await;

@@ -288,7 +288,12 @@ impl EventCache {
             }
             let ws = now_state.workspace.as_deref();
             if is == "working" {
-                bus.publish(kinds::AGENT_WORKING, ws, Some(pane), json!({"workspace": ws, "pane": pane, "agent": label(now_state)}));
+                bus.publish(
+                    kinds::AGENT_WORKING,
+                    ws,
+                    Some(pane),
+                    json!({"workspace": ws, "pane": pane, "agent": label(now_state)}),
+                );
             } else if SETTLED.contains(&now_state.status.as_str()) && before.is_some() {
                 bus.publish(
                     kinds::AGENT_SETTLED,
@@ -312,9 +317,8 @@ impl EventCache {
         let client = Arc::clone(&self.client);
         let budget = client.timeouts().agent_get;
         handle.spawn(async move {
-            let read = client
-                .call_with_timeout("pane.read", json!({"pane_id": pane, "source": "recent_unwrapped"}), budget)
-                .await;
+            let read =
+                client.call_with_timeout("pane.read", json!({"pane_id": pane, "source": "recent_unwrapped"}), budget).await;
             let Ok(read) = read else { return };
             let Some(text) = read.get("read").and_then(|r| r.get("text")).and_then(Value::as_str) else { return };
             let text = text.trim_end();

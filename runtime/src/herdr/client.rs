@@ -63,10 +63,9 @@ impl HerdrClient {
         let line = self.request_line(method, &params)?;
         match tokio::time::timeout(timeout, self.exchange(method, &line)).await {
             Ok(result) => result,
-            Err(_) => Err(HerdrError::local(
-                codes::TIMEOUT,
-                format!("herdr did not answer {method} within {} ms", timeout.as_millis()),
-            )),
+            Err(_) => {
+                Err(HerdrError::local(codes::TIMEOUT, format!("herdr did not answer {method} within {} ms", timeout.as_millis())))
+            }
         }
     }
 
@@ -74,10 +73,9 @@ impl HerdrClient {
         let mut stream = connect(&self.path).await?;
         stream.write_all(line).await.map_err(|e| io_error(method, "write", &e))?;
         let mut reader = BufReader::new(stream);
-        let reply = read_line_capped(&mut reader, MAX_REPLY_BYTES)
-            .await
-            .map_err(|e| e.into_herdr(method))?
-            .ok_or_else(|| HerdrError::local(codes::UNEXPECTED_EOF, format!("herdr closed the connection without answering {method}")))?;
+        let reply = read_line_capped(&mut reader, MAX_REPLY_BYTES).await.map_err(|e| e.into_herdr(method))?.ok_or_else(|| {
+            HerdrError::local(codes::UNEXPECTED_EOF, format!("herdr closed the connection without answering {method}"))
+        })?;
         parse_reply(method, &reply)
     }
 
@@ -99,16 +97,19 @@ impl HerdrClient {
             let mut stream = connect(&self.path).await?;
             stream.write_all(&line).await.map_err(|e| io_error(method, "write", &e))?;
             let mut reader = BufReader::new(stream);
-            let ack = read_line_capped(&mut reader, MAX_REPLY_BYTES)
-                .await
-                .map_err(|e| e.into_herdr(method))?
-                .ok_or_else(|| HerdrError::local(codes::UNEXPECTED_EOF, "herdr closed the subscription before acknowledging it"))?;
+            let ack =
+                read_line_capped(&mut reader, MAX_REPLY_BYTES).await.map_err(|e| e.into_herdr(method))?.ok_or_else(|| {
+                    HerdrError::local(codes::UNEXPECTED_EOF, "herdr closed the subscription before acknowledging it")
+                })?;
             parse_reply(method, &ack)?;
             Ok(Subscription { reader })
         };
         let timeout = self.timeouts.for_method(method);
         tokio::time::timeout(timeout, open).await.unwrap_or_else(|_| {
-            Err(HerdrError::local(codes::TIMEOUT, format!("herdr did not acknowledge {method} within {} ms", timeout.as_millis())))
+            Err(HerdrError::local(
+                codes::TIMEOUT,
+                format!("herdr did not acknowledge {method} within {} ms", timeout.as_millis()),
+            ))
         })
     }
 }
@@ -123,18 +124,16 @@ impl Subscription {
     /// `error` line ends the stream with that error.
     pub async fn next_event(&mut self) -> Result<Option<Value>, HerdrError> {
         loop {
-            let Some(line) = read_line_capped(&mut self.reader, MAX_REPLY_BYTES)
-                .await
-                .map_err(|e| e.into_herdr("events.subscribe"))?
+            let Some(line) =
+                read_line_capped(&mut self.reader, MAX_REPLY_BYTES).await.map_err(|e| e.into_herdr("events.subscribe"))?
             else {
                 return Ok(None);
             };
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            let value: Value = serde_json::from_slice(&line).map_err(|e| {
-                HerdrError::local(codes::PARSE_ERROR, format!("herdr sent an event that is not JSON: {e}"))
-            })?;
+            let value: Value = serde_json::from_slice(&line)
+                .map_err(|e| HerdrError::local(codes::PARSE_ERROR, format!("herdr sent an event that is not JSON: {e}")))?;
             if let Some(err) = value.get("error") {
                 return Err(daemon_error(err));
             }
@@ -145,10 +144,9 @@ impl Subscription {
 
 async fn connect(path: &Path) -> Result<UnixStream, HerdrError> {
     UnixStream::connect(path).await.map_err(|e| match e.kind() {
-        ErrorKind::NotFound => HerdrError::local(
-            codes::SOCKET_MISSING,
-            format!("no Herdr socket at {} (is Herdr running?)", path.display()),
-        ),
+        ErrorKind::NotFound => {
+            HerdrError::local(codes::SOCKET_MISSING, format!("no Herdr socket at {} (is Herdr running?)", path.display()))
+        }
         ErrorKind::ConnectionRefused => HerdrError::local(
             codes::CONNECTION_REFUSED,
             format!("nothing accepts connections on {} (stale socket?)", path.display()),
@@ -171,7 +169,10 @@ fn daemon_error(err: &Value) -> HerdrError {
 pub fn parse_reply(method: &str, line: &[u8]) -> Result<Value, HerdrError> {
     let value: Value = serde_json::from_slice(line).map_err(|e| {
         let preview: String = String::from_utf8_lossy(&line[..line.len().min(80)]).into_owned();
-        HerdrError::local(codes::PARSE_ERROR, format!("herdr answered {method} with something that is not JSON ({e}): {preview:?}"))
+        HerdrError::local(
+            codes::PARSE_ERROR,
+            format!("herdr answered {method} with something that is not JSON ({e}): {preview:?}"),
+        )
     })?;
     if let Some(err) = value.get("error") {
         return Err(daemon_error(err));

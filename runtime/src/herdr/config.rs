@@ -85,10 +85,8 @@ impl HerdrConfig {
     /// `HERDR_BIN_PATH` or `PATH`, visibility from `HERDR_MCP_AGENT_ALLOW`.
     pub fn from_env() -> Result<Self, SocketPathError> {
         let socket_path = socket_path::resolve(&SocketEnv::from_process())?;
-        let herdr_bin = std::env::var_os("HERDR_BIN_PATH")
-            .map(PathBuf::from)
-            .filter(|p| p.is_file())
-            .or_else(|| find_on_path("herdr"));
+        let herdr_bin =
+            std::env::var_os("HERDR_BIN_PATH").map(PathBuf::from).filter(|p| p.is_file()).or_else(|| find_on_path("herdr"));
         let visibility = AgentVisibility::from_setting(std::env::var("HERDR_MCP_AGENT_ALLOW").ok().as_deref());
         Ok(HerdrConfig { socket_path, herdr_bin, timeouts: Timeouts::default(), visibility })
     }
@@ -98,9 +96,9 @@ impl HerdrConfig {
 pub fn find_on_path(name: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|dir| dir.join(name)).find(|candidate| {
-        std::fs::metadata(candidate).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    })
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| std::fs::metadata(candidate).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
 }
 
 #[cfg(test)]

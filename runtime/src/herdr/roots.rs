@@ -93,10 +93,10 @@ pub async fn derive_projects(topology: &Topology, home: Option<&Path>) -> Vec<Pr
             is_git,
         });
         project.pane_ids.push(pane_id.to_string());
-        if let Some(ws) = str_of(pane, "workspace_id") {
-            if !project.workspace_ids.iter().any(|w| w == ws) {
-                project.workspace_ids.push(ws.to_string());
-            }
+        if let Some(ws) = str_of(pane, "workspace_id")
+            && !project.workspace_ids.iter().any(|w| w == ws)
+        {
+            project.workspace_ids.push(ws.to_string());
         }
     }
     let mut projects: Vec<Project> = by_root.into_values().collect();

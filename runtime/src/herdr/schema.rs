@@ -157,16 +157,16 @@ fn conforms(document: &Value, schema: &Value, value: &Value, depth: usize) -> Re
         }
         return Err(reasons.into_iter().next().unwrap_or_else(|| "matches no allowed form".into()));
     }
-    if let Some(c) = schema.get("const") {
-        if c != value {
-            return Err(format!("must be {c}"));
-        }
+    if let Some(c) = schema.get("const")
+        && c != value
+    {
+        return Err(format!("must be {c}"));
     }
-    if let Some(options) = schema.get("enum").and_then(Value::as_array) {
-        if !options.contains(value) {
-            let list: Vec<String> = options.iter().map(Value::to_string).collect();
-            return Err(format!("must be one of {}", list.join(", ")));
-        }
+    if let Some(options) = schema.get("enum").and_then(Value::as_array)
+        && !options.contains(value)
+    {
+        let list: Vec<String> = options.iter().map(Value::to_string).collect();
+        return Err(format!("must be one of {}", list.join(", ")));
     }
     match schema.get("type") {
         Some(Value::String(t)) if !type_matches(t, value) => return Err(format!("must be of type {t}")),
@@ -211,13 +211,16 @@ impl SchemaCache {
     /// The schema, or a message saying why it is unavailable. Failures are not
     /// cached, so installing Herdr takes effect on the next call.
     pub async fn get(&self) -> Result<Arc<ApiSchema>, String> {
-        if let Some((at, schema)) = self.cached.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-            if at.elapsed() < SCHEMA_TTL {
-                return Ok(Arc::clone(schema));
-            }
+        if let Some((at, schema)) = self.cached.lock().unwrap_or_else(|e| e.into_inner()).as_ref()
+            && at.elapsed() < SCHEMA_TTL
+        {
+            return Ok(Arc::clone(schema));
         }
         let Some(bin) = &self.herdr_bin else {
-            return Err("the herdr CLI was not found (neither HERDR_BIN_PATH nor PATH has it), so Herdr's API schema cannot be read".into());
+            return Err(
+                "the herdr CLI was not found (neither HERDR_BIN_PATH nor PATH has it), so Herdr's API schema cannot be read"
+                    .into(),
+            );
         };
         let schema = Arc::new(load_from_cli(bin, self.timeout).await?);
         *self.cached.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), Arc::clone(&schema)));
@@ -245,8 +248,8 @@ async fn load_from_cli(bin: &Path, timeout: Duration) -> Result<ApiSchema, Strin
     if out.stdout.len() > MAX_SCHEMA_BYTES {
         return Err(format!("the schema printed by {} exceeds {MAX_SCHEMA_BYTES} bytes", bin.display()));
     }
-    let document: Value =
-        serde_json::from_slice(&out.stdout).map_err(|e| format!("{} api schema --json printed invalid JSON: {e}", bin.display()))?;
+    let document: Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("{} api schema --json printed invalid JSON: {e}", bin.display()))?;
     ApiSchema::parse(document)
 }
 

@@ -168,7 +168,8 @@ impl Topology {
             }
             None => {
                 let Some(kind) = agent else { return false };
-                self.agents.push(json!({"agent": kind, "pane_id": pane_id, "workspace_id": workspace_id, "agent_status": status}));
+                self.agents
+                    .push(json!({"agent": kind, "pane_id": pane_id, "workspace_id": workspace_id, "agent_status": status}));
                 true
             }
         }
@@ -190,10 +191,10 @@ impl Topology {
             }
             "workspace_renamed" => {
                 let known = self.knows_workspace(ws_id);
-                if let (Some(id), Some(label)) = (ws_id, data.get("label")) {
-                    if let Some(w) = self.workspaces.iter_mut().find(|w| str_of(w, "workspace_id") == Some(id)) {
-                        w["label"] = label.clone();
-                    }
+                if let (Some(id), Some(label)) = (ws_id, data.get("label"))
+                    && let Some(w) = self.workspaces.iter_mut().find(|w| str_of(w, "workspace_id") == Some(id))
+                {
+                    w["label"] = label.clone();
                 }
                 resnapshot(!known)
             }
@@ -237,26 +238,25 @@ impl Topology {
                 resnapshot(false)
             }
             "tab_renamed" | "tab_moved" | "tab_focused" => {
-                if let (Some(id), Some(label)) = (str_of(data, "tab_id"), data.get("label")) {
-                    if let Some(t) = self.tabs.iter_mut().find(|t| str_of(t, "tab_id") == Some(id)) {
-                        t["label"] = label.clone();
-                    }
+                if let (Some(id), Some(label)) = (str_of(data, "tab_id"), data.get("label"))
+                    && let Some(t) = self.tabs.iter_mut().find(|t| str_of(t, "tab_id") == Some(id))
+                {
+                    t["label"] = label.clone();
                 }
                 resnapshot(!self.knows_workspace(ws_id))
             }
             "pane_created" | "pane_updated" | "pane_moved" => {
                 let Some(pane) = data.get("pane") else { return resnapshot(true) };
-                if name == "pane_moved" {
-                    if let Some(old) = str_of(data, "previous_pane_id") {
-                        self.remove_pane(old);
-                    }
+                if name == "pane_moved"
+                    && let Some(old) = str_of(data, "previous_pane_id")
+                {
+                    self.remove_pane(old);
                 }
                 let known = self.knows_workspace(str_of(pane, "workspace_id"));
                 upsert(&mut self.panes, "pane_id", pane);
                 let mut missing_agent = false;
                 if let (Some(id), Some(status)) = (str_of(pane, "pane_id"), str_of(pane, "agent_status")) {
-                    missing_agent =
-                        self.set_agent_status(id, str_of(pane, "workspace_id"), str_of(pane, "agent"), status);
+                    missing_agent = self.set_agent_status(id, str_of(pane, "workspace_id"), str_of(pane, "agent"), status);
                 }
                 resnapshot(!known || missing_agent || name == "pane_moved")
             }
@@ -344,7 +344,10 @@ mod tests {
     #[test]
     fn status_changes_and_agent_departure() {
         let mut t = base();
-        let a = t.apply("pane.agent_status_changed", &json!({"pane_id":"w1:p1","workspace_id":"w1","agent_status":"working","agent":"pi"}));
+        let a = t.apply(
+            "pane.agent_status_changed",
+            &json!({"pane_id":"w1:p1","workspace_id":"w1","agent_status":"working","agent":"pi"}),
+        );
         assert!(!a.resnapshot);
         assert_eq!(t.agent_states()["w1:p1"].status, "working");
         assert_eq!(t.agent_for_pane("w1:p1").unwrap()["state_change_seq"], 1, "other fields survive");

@@ -23,9 +23,7 @@ impl AgentVisibility {
         if raw == "*" || raw.eq_ignore_ascii_case("all") {
             return AgentVisibility::All;
         }
-        AgentVisibility::Allowlist(
-            raw.split(',').map(|t| t.trim().to_ascii_lowercase()).filter(|t| !t.is_empty()).collect(),
-        )
+        AgentVisibility::Allowlist(raw.split(',').map(|t| t.trim().to_ascii_lowercase()).filter(|t| !t.is_empty()).collect())
     }
 
     pub fn mode(&self) -> &'static str {
@@ -49,8 +47,7 @@ impl AgentVisibility {
             AgentVisibility::Allowlist(tokens) => {
                 let word = word.to_ascii_lowercase();
                 tokens.iter().any(|t| {
-                    word == *t
-                        || word.strip_prefix(t.as_str()).is_some_and(|rest| rest.starts_with('-') || rest.starts_with('_'))
+                    word == *t || word.strip_prefix(t.as_str()).is_some_and(|rest| rest.starts_with('-') || rest.starts_with('_'))
                 })
             }
         }
@@ -59,8 +56,7 @@ impl AgentVisibility {
     /// Visibility of one Herdr agent record (its `name` or its kind `agent`).
     pub fn allows_agent(&self, agent: &Value) -> bool {
         let words = [agent.get("name"), agent.get("agent"), agent.get("kind")];
-        matches!(self, AgentVisibility::All)
-            || words.iter().flatten().filter_map(|v| v.as_str()).any(|w| self.allows_word(w))
+        matches!(self, AgentVisibility::All) || words.iter().flatten().filter_map(|v| v.as_str()).any(|w| self.allows_word(w))
     }
 
     /// The report fields every agent-listing tool carries.

@@ -52,11 +52,8 @@ pub async fn merged_workspaces(service: &HerdrService, fallback: &[Workspace]) -
         .iter()
         .filter_map(|w| {
             let id = str_of(w, "workspace_id")?.to_string();
-            let roots = projects
-                .iter()
-                .filter(|p| p.managed && p.workspace_ids.contains(&id))
-                .map(|p| canonical(&p.root))
-                .collect();
+            let roots =
+                projects.iter().filter(|p| p.managed && p.workspace_ids.contains(&id)).map(|p| canonical(&p.root)).collect();
             Some(Workspace { label: str_of(w, "label").unwrap_or(&id).to_string(), id, roots })
         })
         .collect();
@@ -79,9 +76,9 @@ pub fn working_in(t: &Topology, root: &Path) -> Vec<Value> {
             let pane_id = str_of(a, "pane_id")?;
             let pane = t.pane(pane_id).cloned().unwrap_or_else(|| json!({"pane_id": pane_id}));
             let cwd = pane_cwd(t, &pane).or_else(|| str_of(a, "cwd").map(str::to_string))?;
-            canonical(Path::new(&cwd)).starts_with(&root).then(|| {
-                json!({"pane": pane_id, "agent": a.get("name").or_else(|| a.get("agent"))})
-            })
+            canonical(Path::new(&cwd))
+                .starts_with(&root)
+                .then(|| json!({"pane": pane_id, "agent": a.get("name").or_else(|| a.get("agent"))}))
         })
         .collect()
 }

@@ -94,7 +94,9 @@ impl Filter {
 pub enum Delivery {
     Event(PushEvent),
     /// `dropped` events were discarded because this client read too slowly.
-    Lagged { dropped: u64 },
+    Lagged {
+        dropped: u64,
+    },
 }
 
 struct Queue {

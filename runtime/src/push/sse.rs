@@ -43,7 +43,10 @@ pub fn event_stream(bus: Arc<PushBus>, filter: Filter) -> impl Stream<Item = Res
     first.chain(rest)
 }
 
-async fn events(State(bus): State<Arc<PushBus>>, Query(filter): Query<Filter>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+async fn events(
+    State(bus): State<Arc<PushBus>>,
+    Query(filter): Query<Filter>,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let keep_alive = KeepAlive::new().interval(bus.config().keep_alive).text("keep-alive");
     Sse::new(event_stream(Arc::clone(&bus), filter)).keep_alive(keep_alive)
 }

@@ -175,12 +175,15 @@ async fn deliver(herdr: &HerdrService, target: &str, text: &str, wait: Option<&V
     let before = match agent_get(client, target).await {
         Ok(b) => b,
         Err(e) => {
-            let phase = if RESOLVE_CODES.contains(&e.code.as_str()) || e.from_daemon { "resolve" } else { "submit_or_response_lost" };
+            let phase =
+                if RESOLVE_CODES.contains(&e.code.as_str()) || e.from_daemon { "resolve" } else { "submit_or_response_lost" };
             return (failure(&e, phase, json!(false), target), false);
         }
     };
     let budget = match wait {
-        Some(w) => client.timeouts().clamp(Duration::from_millis(w["timeout_ms"].as_u64().unwrap_or(DEFAULT_WAIT_MS)) + WAIT_SLACK),
+        Some(w) => {
+            client.timeouts().clamp(Duration::from_millis(w["timeout_ms"].as_u64().unwrap_or(DEFAULT_WAIT_MS)) + WAIT_SLACK)
+        }
         None => PROMPT_BUDGET,
     };
     let params = json!({"target": target, "text": text, "wait": wait});
@@ -213,7 +216,8 @@ async fn deliver(herdr: &HerdrService, target: &str, text: &str, wait: Option<&V
     };
     let mut after = agent_get(client, target).await.ok();
     let moved = |a: &Option<Value>| {
-        a.as_ref().is_some_and(|a| a["state_change_seq"] != before["state_change_seq"] || a["agent_status"] != before["agent_status"])
+        a.as_ref()
+            .is_some_and(|a| a["state_change_seq"] != before["state_change_seq"] || a["agent_status"] != before["agent_status"])
     };
     if wait.is_none() && !moved(&after) {
         tokio::time::sleep(SECOND_LOOK_DELAY).await;
@@ -247,7 +251,8 @@ async fn deliver(herdr: &HerdrService, target: &str, text: &str, wait: Option<&V
         "prompt": text,
     });
     if wait.is_none() {
-        out["seq_note"] = json!("Without wait the agent may not have reacted yet; compare state_change_seq later or use herdr_since.");
+        out["seq_note"] =
+            json!("Without wait the agent may not have reacted yet; compare state_change_seq later or use herdr_since.");
     } else {
         out["wait"] = json!({"completed": true});
     }

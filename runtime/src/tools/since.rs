@@ -56,8 +56,7 @@ pub fn resolve_workspace(topology: &Topology, filter: &str) -> String {
 
 fn agents_json(herdr: &HerdrService, t: &Topology, ws: Option<&str>) -> (Vec<Value>, usize) {
     let visibility = &herdr.config.visibility;
-    let in_scope: Vec<&Value> =
-        t.agents.iter().filter(|a| ws.is_none_or(|w| str_of(a, "workspace_id") == Some(w))).collect();
+    let in_scope: Vec<&Value> = t.agents.iter().filter(|a| ws.is_none_or(|w| str_of(a, "workspace_id") == Some(w))).collect();
     let hidden = in_scope.iter().filter(|a| !visibility.allows_agent(a)).count();
     let agents = in_scope
         .into_iter()

@@ -121,9 +121,10 @@ impl Shared {
         let line = json!({"data": data, "event": "pane.agent_status_changed"}).to_string();
         let subs = self.subscribers.lock().unwrap();
         for s in subs.iter() {
-            if s.subscriptions.iter().any(|x| {
-                str_of(x, "type") == Some("pane.agent_status_changed") && str_of(x, "pane_id") == Some(pane_id)
-            }) {
+            if s.subscriptions
+                .iter()
+                .any(|x| str_of(x, "type") == Some("pane.agent_status_changed") && str_of(x, "pane_id") == Some(pane_id))
+            {
                 let _ = s.tx.send(line.clone());
             }
         }
@@ -153,10 +154,7 @@ impl Shared {
 
     fn agent_by_target(&self, target: &str) -> Option<Value> {
         let st = self.state.lock().unwrap();
-        st.agents
-            .iter()
-            .find(|a| str_of(a, "pane_id") == Some(target) || str_of(a, "name") == Some(target))
-            .cloned()
+        st.agents.iter().find(|a| str_of(a, "pane_id") == Some(target) || str_of(a, "name") == Some(target)).cloned()
     }
 
     fn list_filtered(&self, items: &[Value], params: &Value) -> Vec<Value> {
