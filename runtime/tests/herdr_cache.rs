@@ -150,3 +150,20 @@ async fn managed_roots_come_from_pane_and_agent_cwds() {
     assert!(!plain_now.managed);
     cancel.cancel();
 }
+
+#[tokio::test]
+async fn cache_renews_its_subscription_and_snapshot_on_schedule() {
+    let sim = HerdrSim::start().await;
+    sim.add_workspace("w1", "repo");
+    sim.add_pane("w1", "w1:p1", "/tmp");
+    let mut cfg = config(&sim.socket);
+    cfg.timeouts.resubscribe = Duration::from_millis(60);
+    cfg.timeouts.resnapshot = Duration::from_millis(200);
+    let service = HerdrService::new(cfg, None);
+    let cancel = CancellationToken::new();
+    service.start(cancel.clone());
+    assert!(sim.wait_until(WAIT, |s| s.count("session.snapshot") >= 3 && s.count("events.subscribe") >= 6).await);
+    // Nothing failed in between: every renewal came from the schedule, not a reconnect.
+    assert!(service.cache.last_error().is_none());
+    cancel.cancel();
+}
