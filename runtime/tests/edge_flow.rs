@@ -273,6 +273,9 @@ async fn dcr_pending_approve_on_a_terminal_token_mcp_rotate_revoke() {
     let names: Vec<&str> = list["result"]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
     assert_eq!(names, vec!["herdr_devices"]);
     assert_eq!(list["result"]["_meta"]["herdr"]["tool_count"], 1);
+    let info = http.get("/info").await.json();
+    assert_eq!(info["publicContract"]["hash"], list["result"]["_meta"]["herdr"]["contract_hash"]);
+    assert_eq!(info["runtimeContract"], Value::Null, "no link yet");
     let devices = http.mcp(&access, "tools/call", json!({"name": "herdr_devices", "arguments": {}})).await.json();
     assert_eq!(devices["result"]["structuredContent"], json!({"ok": true, "devices": []}));
 

@@ -133,7 +133,7 @@ pub fn approve(store: &EdgeStore, request_id: &str, code: &str, approved_by: &st
     let pepper = store.pepper().to_vec();
     // The attempt counter must persist even when the answer is an error, so the
     // transaction always commits and carries the verdict out as a value.
-    let verdict = store.write(|tx| -> rusqlite::Result<Result<ApprovalInfo, ApprovalError>> {
+    store.write(|tx| -> rusqlite::Result<Result<ApprovalInfo, ApprovalError>> {
         let Some(row) = load_approval(tx, request_id)? else { return Ok(Err(ApprovalError::NotFound)) };
         if let Err(e) = check_pending(&row, now) {
             return Ok(Err(e));
@@ -171,8 +171,7 @@ pub fn approve(store: &EdgeStore, request_id: &str, code: &str, approved_by: &st
         )?;
         tx.execute("UPDATE clients SET approved = 1 WHERE client_id = ?1", [&i.client_id])?;
         Ok(Ok(row.info))
-    })?;
-    verdict
+    })?
 }
 
 /// Withdraws a request. An approved one also loses its connector, unless tokens

@@ -107,8 +107,8 @@ struct Metadata {
     auth_method: String,
 }
 
-fn parse_metadata(headers: &HeaderMap, body: &[u8]) -> Result<Metadata, Response> {
-    let bad = |msg: &str| oauth_error(400, "invalid_client_metadata", msg);
+fn parse_metadata(headers: &HeaderMap, body: &[u8]) -> Result<Metadata, Box<Response>> {
+    let bad = |msg: &str| Box::new(oauth_error(400, "invalid_client_metadata", msg));
     let obj: Map<String, Value> = if is_json(headers) {
         match serde_json::from_slice::<Value>(body) {
             Ok(Value::Object(o)) => o,
@@ -144,7 +144,7 @@ fn parse_metadata(headers: &HeaderMap, body: &[u8]) -> Result<Metadata, Response
         if s.chars().count() > MAX_REDIRECT_URI_CHARS {
             return Err(bad(&format!("a redirect_uri exceeds {MAX_REDIRECT_URI_CHARS} characters")));
         }
-        check_redirect_uri(s).map_err(|m| oauth_error(400, "invalid_redirect_uri", &m))?;
+        check_redirect_uri(s).map_err(|m| Box::new(oauth_error(400, "invalid_redirect_uri", &m)))?;
         redirect_uris.push(s.to_string());
     }
     let client_name = match obj.get("client_name") {
@@ -183,7 +183,7 @@ async fn register(State(s): State<Arc<EdgeState>>, headers: HeaderMap, body: Bod
     };
     let meta = match parse_metadata(&headers, &body) {
         Ok(m) => m,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let client_id = format!("dcr-{}", random_hex::<8>());
     let secret = random_b64::<32>();

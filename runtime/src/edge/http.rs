@@ -26,6 +26,7 @@ pub fn router(state: Arc<EdgeState>) -> Router {
         .merge(super::token::routes())
         .merge(super::mcp::routes())
         .route("/health", axum::routing::get(health))
+        .route("/info", axum::routing::get(super::mcp::info))
         .fallback(not_found)
         .layer(middleware::from_fn(cors))
         .with_state(state)

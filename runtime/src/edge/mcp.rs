@@ -90,6 +90,32 @@ pub fn public_catalog(router: &dyn WorkstationRouter) -> Vec<Value> {
     tools
 }
 
+/// `GET /info`: the public catalog's identity and the runtime contract the links
+/// serve (`null` while no link is up), so operators can compare them to `/mcp`.
+pub async fn info(State(s): State<Arc<EdgeState>>) -> Response {
+    let public = public_catalog(s.router.as_ref());
+    let runtime = s.router.runtime_catalog().map(|tools| {
+        json!({"epoch": crate::contract::CONTRACT_EPOCH, "hash": crate::contract::contract_hash(&tools).unwrap_or_default()})
+    });
+    json_response(
+        200,
+        json!({
+            "ok": true,
+            "service": "herdr-mcp-edge",
+            "stage": "oauth",
+            "edgeVersion": env!("CARGO_PKG_VERSION"),
+            "publicContract": {"epoch": PUBLIC_CONTRACT_EPOCH, "hash": crate::contract::contract_hash(&public).unwrap_or_default()},
+            "runtimeContract": runtime,
+            "routes": [
+                {"path": "/mcp", "stage": "oauth"},
+                {"path": "/oauth/authorize", "stage": "oauth"},
+                {"path": "/oauth/token", "stage": "oauth"},
+                {"path": "/oauth/register", "stage": "oauth"},
+            ],
+        }),
+    )
+}
+
 fn contract_meta(tools: &[Value]) -> Value {
     let hash = crate::contract::contract_hash(tools).unwrap_or_default();
     json!({"herdr": {"contract_epoch": PUBLIC_CONTRACT_EPOCH, "contract_hash": hash, "tool_count": tools.len()}})

@@ -120,11 +120,12 @@ async fn token(State(s): State<Arc<EdgeState>>, headers: HeaderMap, body: Body) 
             return oauth_error(401, "invalid_client", "client authentication failed");
         }
     }
-    if !client.grant_types.iter().any(|g| *g == grant_type) {
+    if !client.grant_types.contains(&grant_type) {
         return oauth_error(400, "unauthorized_client", "client is not registered for this grant_type");
     }
     let iss = &s.config.issuer;
-    let Some(resource) = p.get("resource").and_then(|r| s.config.normalize_resource(r)).filter(|_| p.contains_key("resource")) else {
+    // Required here (spec §3), unlike at /authorize where absent means the default.
+    let Some(resource) = p.get("resource").and_then(|r| s.config.normalize_resource(r)) else {
         return oauth_error(400, "invalid_target", &format!("resource must be {iss} or {iss}/mcp"));
     };
     let now = s.store.now_ms();
