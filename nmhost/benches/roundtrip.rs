@@ -33,7 +33,7 @@ fn rpc_body(path: &str) -> String {
 /// Checks the answer really is the file, so every timed call did the full work.
 fn check_rpc(body: &str, content_type: &str) {
     let json_text = if content_type.starts_with("text/event-stream") {
-        body.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).filter(|d| !d.is_empty()).last().unwrap()
+        body.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).rfind(|d| !d.is_empty()).unwrap()
     } else {
         body
     };

@@ -75,13 +75,13 @@ impl Outbox {
     /// Records a new call; refuses a client id that is still live and calls beyond the cap.
     pub fn register(&self, kind: CallKind, client_id: Option<&MessageId>) -> Result<CallKey, HostError> {
         let mut table = self.table();
-        if let Some(id) = client_id {
-            if table.by_id.contains_key(id) {
-                return Err(HostError::new(
-                    ErrorCode::DuplicateRequestId,
-                    format!("id {} is still in flight", serde_json::to_string(id).unwrap_or_default()),
-                ));
-            }
+        if let Some(id) = client_id
+            && table.by_id.contains_key(id)
+        {
+            return Err(HostError::new(
+                ErrorCode::DuplicateRequestId,
+                format!("id {} is still in flight", serde_json::to_string(id).unwrap_or_default()),
+            ));
         }
         if table.entries.len() >= MAX_IN_FLIGHT {
             return Err(HostError::new(
@@ -129,10 +129,8 @@ impl Outbox {
     pub fn cancel(&self, id: &MessageId) -> CancelOutcome {
         let mut table = self.table();
         let Some(key) = table.by_id.get(id).copied() else { return CancelOutcome::NotLive };
-        if let Some(live) = table.remove(key) {
-            if let Some(abort) = live.abort {
-                abort.abort();
-            }
+        if let Some(Live { abort: Some(abort), .. }) = table.remove(key) {
+            abort.abort();
         }
         CancelOutcome::Cancelled
     }

@@ -145,7 +145,10 @@ fn sse(state: Arc<State>, events: u64, hold: bool) -> Reply {
                 return;
             }
         }
-        while hold {
+        if !hold {
+            return;
+        }
+        loop {
             tokio::time::sleep(Duration::from_millis(50)).await;
             if tx.send(Bytes::from_static(b": keep-alive\n\n")).await.is_err() {
                 return;
