@@ -298,7 +298,8 @@ pub fn revoke(store: &EdgeStore, connector_id: &str, by: &str) -> Result<Revoked
     store.write(|tx| revoke_in(tx, connector_id, by, now))
 }
 
-/// Revokes every active connector idle for 30 days (by `max(last_used, approved)`),
+/// Revokes every active connector idle for 30 days, counting MCP use, token
+/// issuance (a refresh is the client showing up) and approval as activity;
 /// keeping the audit row; also expires stale approvals. Returns the revoked ids.
 pub fn sweep(store: &EdgeStore) -> Result<Vec<String>, RevokeError> {
     let now = store.now_ms();
@@ -307,7 +308,7 @@ pub fn sweep(store: &EdgeStore) -> Result<Vec<String>, RevokeError> {
         let ids: Vec<String> = {
             let mut stmt = tx.prepare(
                 "SELECT connector_id FROM connectors WHERE status = 'active'
-                 AND MAX(COALESCE(last_used_at_ms, 0), approved_at_ms) + ?1 < ?2",
+                 AND MAX(COALESCE(last_used_at_ms, 0), COALESCE(last_token_issued_at_ms, 0), approved_at_ms) + ?1 < ?2",
             )?;
             stmt.query_map(params![INACTIVITY_MS, now], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?
         };

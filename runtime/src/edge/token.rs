@@ -242,8 +242,7 @@ fn issue_pair(tx: &Transaction<'_>, connector_id: &str, client_id: &str, generat
     tx.execute(insert, params![hash_opaque(&access), "access", connector_id, client_id, generation, family, now + ACCESS_TTL_MS])?;
     tx.execute(insert, params![hash_opaque(&refresh), "refresh", connector_id, client_id, generation, family, now + REFRESH_TTL_MS])?;
     tx.execute(
-        "UPDATE connectors SET token_issue_count = token_issue_count + 1, last_token_issued_at_ms = ?2, last_used_at_ms = ?2
-         WHERE connector_id = ?1",
+        "UPDATE connectors SET token_issue_count = token_issue_count + 1, last_token_issued_at_ms = ?2 WHERE connector_id = ?1",
         params![connector_id, now],
     )?;
     Ok(Grant::Issued { access, refresh })
