@@ -131,7 +131,10 @@ fn host_mode(caller: &str) -> i32 {
             return 1;
         }
     };
-    let end = runtime.block_on(run_session(tokio::io::stdin(), tokio::io::stdout(), ctx));
+    let end = runtime.block_on(async move {
+        let (input, output) = stdio();
+        run_session(input, output, ctx).await
+    });
     tracing::debug!(?end, "session ended");
     // Tokio's stdin reader sits in a blocking read that runtime shutdown would wait for;
     // everything worth writing has been flushed, so leave without waiting.
@@ -140,6 +143,26 @@ fn host_mode(caller: &str) -> i32 {
         SessionEnd::Desync => 1,
         SessionEnd::InputClosed | SessionEnd::OneShotDone | SessionEnd::Truncated | SessionEnd::OutputClosed => 0,
     }
+}
+
+type Input = Box<dyn tokio::io::AsyncRead + Unpin + Send>;
+type Output = Box<dyn tokio::io::AsyncWrite + Unpin + Send>;
+
+/// Stdin/stdout as non-blocking pipes registered with the reactor when they are pipes (always,
+/// under Chrome), else tokio's thread-backed stdio. The pipe path saves a thread hand-off per
+/// read and per write, which is most of the host's own share of a round trip.
+fn stdio() -> (Input, Output) {
+    use std::os::fd::AsFd;
+    use tokio::net::unix::pipe;
+    let input: Input = match std::io::stdin().as_fd().try_clone_to_owned().map(pipe::Receiver::from_owned_fd) {
+        Ok(Ok(pipe)) => Box::new(pipe),
+        _ => Box::new(tokio::io::stdin()),
+    };
+    let output: Output = match std::io::stdout().as_fd().try_clone_to_owned().map(pipe::Sender::from_owned_fd) {
+        Ok(Ok(pipe)) => Box::new(pipe),
+        _ => Box::new(tokio::io::stdout()),
+    };
+    (input, output)
 }
 
 fn locations_for(target: &Target, for_writing: bool) -> Result<Vec<Location>> {
