@@ -36,8 +36,13 @@ cargo test --workspace --no-fail-fast
 step "wasm32 build of ext-core and ext-adapters"
 cargo build --target wasm32-unknown-unknown -p ext-core -p ext-adapters
 
-step "build: runtime and native host binaries, and the extension (dist/extension)"
-cargo build -p herdr-mcp -p herdr-nmhost
+step "build: the extension (dist/extension); the e2e uses the binaries cargo test built"
+# `cargo test --workspace` already built target/debug/herdr-mcp and herdr-nmhost for their
+# integration tests; a separate `cargo build` would compile rmcp/axum again with other features.
+bin_dir="${CARGO_TARGET_DIR:-target}/debug"
+for bin in herdr-mcp herdr-nmhost; do
+  [ -x "$bin_dir/$bin" ] || cargo build -p "$bin"
+done
 scripts/build-extension.sh
 
 step "e2e tests (real headless Chromium)"
