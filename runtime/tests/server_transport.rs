@@ -160,3 +160,43 @@ async fn health_reports_identity_contract_and_subsystems() {
     let later = rt.raw("GET", "/health", &[], None).await.json()["uptime_ms"].as_u64().unwrap();
     assert!(later >= first + 30, "{first} -> {later}");
 }
+
+#[tokio::test]
+async fn sessionless_get_and_delete_follow_spec_section_3() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let rt = Runtime::start(&[repo.path()], &[]).await;
+
+    // Not a stateless client and no session: both methods need a session.
+    for method in ["GET", "DELETE"] {
+        let resp = rt.raw(method, "/mcp", &[("accept", "text/event-stream")], None).await;
+        assert_eq!(resp.status, 400, "{method}: {}", resp.text());
+        assert_eq!(resp.json()["error"]["code"], -32000, "{method}");
+    }
+
+    // A stateless client (ChatGPT's user agent) has nothing to end: DELETE is 202.
+    let resp = rt.raw("DELETE", "/mcp", &[("user-agent", "openai-mcp/1.0.0")], None).await;
+    assert_eq!(resp.status, 202, "{}", resp.text());
+
+    // ...and GET opens a keep-alive SSE stream that starts with `: connected`.
+    let mut stream = tokio::net::UnixStream::connect(&rt.socket).await.expect("connect");
+    stream
+        .write_all(b"GET /mcp HTTP/1.1\r\nhost: localhost\r\nuser-agent: openai-mcp/1.0.0\r\naccept: text/event-stream\r\n\r\n")
+        .await
+        .expect("write request");
+    let mut seen = Vec::new();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !String::from_utf8_lossy(&seen).contains(": connected") {
+        let mut buf = [0u8; 1024];
+        let n = tokio::time::timeout_at(deadline, stream.read(&mut buf))
+            .await
+            .expect("keep-alive stream sent nothing within 10 s")
+            .expect("read");
+        assert!(n > 0, "stream closed early: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let head = String::from_utf8_lossy(&seen).to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(head.contains("content-type: text/event-stream"), "{head}");
+}

@@ -61,6 +61,8 @@ struct Inner {
     stateless: StatelessService,
     /// Catalog entries by tool name, to restore members rmcp's model drops.
     catalog_by_name: HashMap<String, Map<String, Value>>,
+    /// Ends the session-less keep-alive streams, so graceful shutdown never waits on them.
+    shutdown: CancellationToken,
 }
 
 impl McpEndpoint {
@@ -79,7 +81,7 @@ impl McpEndpoint {
         let base = StreamableHttpServerConfig::default()
             .disable_allowed_hosts()
             .with_sse_keep_alive(Some(SSE_KEEP_ALIVE))
-            .with_cancellation_token(shutdown)
+            .with_cancellation_token(shutdown.clone())
             .with_max_request_body_bytes(MAX_BODY_BYTES);
         let mut sessions = LocalSessionManager::default();
         sessions.session_config.keep_alive = Some(SESSION_IDLE_TIMEOUT);
@@ -103,13 +105,17 @@ impl McpEndpoint {
                 session_order: tokio::sync::Mutex::new(VecDeque::new()),
                 stateless,
                 catalog_by_name,
+                shutdown,
             }),
         }
     }
 
     pub async fn handle(&self, request: Request<Body>) -> Response<Body> {
         if request.method() != Method::POST {
-            // GET (server stream) and DELETE (end session) only make sense for sessions.
+            if !request.headers().contains_key(SESSION_HEADER) {
+                return sessionless_get_or_delete(&request, &self.inner.shutdown);
+            }
+            // GET (server stream) and DELETE (end session) of a session go to rmcp.
             return normalize_error(into_axum(self.inner.session.handle(request).await)).await;
         }
         let (mut parts, body) = request.into_parts();
@@ -304,6 +310,64 @@ fn params_hint(method: &str) -> &'static str {
         "initialize" => "params needs protocolVersion, capabilities and clientInfo",
         _ => "params do not match the method",
     }
+}
+
+/// True for clients that never hold a session (spec §3: ChatGPT's `openai-mcp`).
+fn is_stateless_client(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ua| ua.to_ascii_lowercase().contains("openai-mcp"))
+}
+
+/// GET and DELETE without `Mcp-Session-Id` (spec §3). A stateless client gets a
+/// keep-alive SSE stream for GET and 202 for DELETE, since it has nothing to end;
+/// anyone else is told that these methods need a session.
+fn sessionless_get_or_delete(request: &Request<Body>, shutdown: &CancellationToken) -> Response<Body> {
+    let stateless = is_stateless_client(request.headers());
+    match *request.method() {
+        Method::GET if stateless => keepalive_stream(shutdown.clone()),
+        Method::DELETE if stateless => {
+            let mut response = Response::new(Body::empty());
+            *response.status_mut() = StatusCode::ACCEPTED;
+            response
+        }
+        Method::GET | Method::DELETE => jsonrpc::error_response(
+            StatusCode::BAD_REQUEST,
+            jsonrpc::SERVER_ERROR,
+            "Bad Request: this method needs an Mcp-Session-Id header",
+            None,
+        ),
+        _ => {
+            let mut response = jsonrpc::error_response(
+                StatusCode::METHOD_NOT_ALLOWED,
+                jsonrpc::SERVER_ERROR,
+                "Method not allowed: use POST, GET or DELETE",
+                None,
+            );
+            response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
+            response
+        }
+    }
+}
+
+/// `: connected`, then `: keepalive` every [`SSE_KEEP_ALIVE`], until the client goes
+/// away (the body is dropped) or the server shuts down.
+fn keepalive_stream(shutdown: CancellationToken) -> Response<Body> {
+    let first = futures::stream::once(async { Ok::<Bytes, Infallible>(Bytes::from_static(b": connected\n\n")) });
+    let ticks = futures::stream::unfold(shutdown, |shutdown| async move {
+        tokio::select! {
+            _ = shutdown.cancelled() => None,
+            _ = tokio::time::sleep(SSE_KEEP_ALIVE) => {
+                Some((Ok::<Bytes, Infallible>(Bytes::from_static(b": keepalive\n\n")), shutdown))
+            }
+        }
+    });
+    let mut response = Response::new(Body::from_stream(futures::StreamExt::chain(first, ticks)));
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
 }
 
 fn accepts_sse(headers: &HeaderMap) -> bool {
