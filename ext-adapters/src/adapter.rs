@@ -32,7 +32,16 @@ pub trait SiteAdapter: Sync {
     /// What the content script queries.
     fn selectors(&self) -> SelectorSet;
     /// User, assistant, or neither (a root the selectors caught that is no message).
-    fn classify_root(&self, root: &RootSnapshot) -> Option<Role>;
+    /// By default a root is whatever its user or assistant probe says, user first.
+    fn classify_root(&self, root: &RootSnapshot) -> Option<Role> {
+        if root.has_probe(crate::selectors::PROBE_USER) {
+            Some(Role::User)
+        } else if root.has_probe(crate::selectors::PROBE_ASSISTANT) {
+            Some(Role::Assistant)
+        } else {
+            None
+        }
+    }
     /// Why the reply in `root` is not finished yet, or `None` when it is.
     fn reply_busy(&self, root: &RootSnapshot) -> Option<BusyReason>;
     fn composer(&self) -> ComposerStrategy;

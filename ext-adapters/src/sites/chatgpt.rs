@@ -9,7 +9,6 @@ use crate::messages::RootSnapshot;
 use crate::selectors::*;
 use crate::site::{ConversationIdentity, Scope, Site};
 use crate::url::PageUrl;
-use ext_core::fold::Role;
 
 pub struct ChatGpt;
 
@@ -83,16 +82,6 @@ impl SiteAdapter for ChatGpt {
             head_chars: HEAD_CHARS,
             max_roots: MAX_ROOTS,
             history_text_chars: HISTORY_TEXT_CHARS,
-        }
-    }
-
-    fn classify_root(&self, root: &RootSnapshot) -> Option<Role> {
-        if root.has_probe(PROBE_USER) {
-            Some(Role::User)
-        } else if root.has_probe(PROBE_ASSISTANT) {
-            Some(Role::Assistant)
-        } else {
-            None
         }
     }
 

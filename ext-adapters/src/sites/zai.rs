@@ -8,7 +8,6 @@ use crate::messages::RootSnapshot;
 use crate::selectors::*;
 use crate::site::{ConversationIdentity, Scope, Site};
 use crate::url::PageUrl;
-use ext_core::fold::Role;
 
 pub struct ZAi;
 
@@ -54,16 +53,6 @@ impl SiteAdapter for ZAi {
             head_chars: HEAD_CHARS,
             max_roots: MAX_ROOTS,
             history_text_chars: HISTORY_TEXT_CHARS,
-        }
-    }
-
-    fn classify_root(&self, root: &RootSnapshot) -> Option<Role> {
-        if root.has_probe(PROBE_USER) {
-            Some(Role::User)
-        } else if root.has_probe(PROBE_ASSISTANT) {
-            Some(Role::Assistant)
-        } else {
-            None
         }
     }
 
