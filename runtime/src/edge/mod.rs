@@ -29,6 +29,7 @@ pub mod dcr;
 pub mod discovery;
 pub mod http;
 pub mod mcp;
+pub mod relay;
 pub mod secrets;
 pub mod store;
 pub mod token;
