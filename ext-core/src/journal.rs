@@ -14,8 +14,6 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::parser::{ReplyState, parse_reply};
-use crate::protocol_text::BRIDGE_MARKER;
-use crate::tool_result::TOOL_RESULT_PREFIX;
 use crate::validate::Catalog;
 
 /// Entries kept per conversation; the oldest settled ones go first.
@@ -289,13 +287,9 @@ impl CallJournal {
     }
 }
 
-/// Who wrote a message in the page transcript.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    User,
-    Assistant,
-}
+/// Who wrote a message in the page transcript: the same classification folding uses, so
+/// the two can never disagree about a message.
+pub use crate::fold::Role;
 
 /// One user/assistant message as read from the page.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -304,10 +298,9 @@ pub struct TranscriptEntry {
     pub text: String,
 }
 
-/// True when a user message is a bridge message (task preamble or tool results).
-pub fn is_bridge_user_message(text: &str) -> bool {
-    text.contains(BRIDGE_MARKER) || text.lines().any(|l| l.trim_start().starts_with(TOOL_RESULT_PREFIX))
-}
+/// True when a user message is a bridge message (task preamble or tool results); folding
+/// owns the rule.
+pub use crate::fold::is_bridge_user_message;
 
 /// The reload-recovery rule (spec §5.4): resume only when the last message is an assistant
 /// reply with tool JSON and one of the 39 messages before it is a bridge user message.

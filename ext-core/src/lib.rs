@@ -2,6 +2,7 @@
 //! natively (for tests) and to `wasm32-unknown-unknown` (for the extension's service
 //! worker). Each module has one job; `engine` ties them into the tool loop.
 
+pub mod continuity;
 pub mod engine;
 pub mod fold;
 pub mod journal;

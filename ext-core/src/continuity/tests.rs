@@ -1,0 +1,229 @@
+//! Scenarios through the whole [`Continuity`] state, fed the way the shell feeds it.
+
+use super::*;
+use crate::continuity::push_event::{AgentInfo, WorkspaceInfo};
+
+const CONV: &str = "https://chatgpt.com/c/A";
+
+fn target(key: &str) -> ConvTarget {
+    ConvTarget::Conversation { site: "chatgpt".into(), conv_key: key.into() }
+}
+
+fn w1() -> WorkspaceRef {
+    WorkspaceRef::Herdr { id: "w1".into() }
+}
+
+fn working(pane: &str) -> PushEvent {
+    PushEvent::AgentWorking { workspace: Some("w1".into()), pane: pane.into(), agent: Some(format!("agent-{pane}")), seq: None }
+}
+
+fn settled(pane: &str, seq: u64) -> PushEvent {
+    PushEvent::AgentSettled {
+        workspace: Some("w1".into()),
+        pane: pane.into(),
+        agent: Some(format!("agent-{pane}")),
+        status: SettledStatus::Done,
+        seq: Some(seq),
+        at: Some("2026-01-01T00:00:00Z".into()),
+    }
+}
+
+fn output(pane: &str, text: &str) -> PushEvent {
+    PushEvent::AgentOutput { workspace: Some("w1".into()), pane: pane.into(), agent: None, output: text.into(), seq: None }
+}
+
+fn wakes(actions: &[ContinuityAction]) -> Vec<&Wake> {
+    actions.iter().filter_map(|a| if let ContinuityAction::Wake(w) = a { Some(w) } else { None }).collect()
+}
+
+fn bound(auto: bool) -> Continuity {
+    let mut c = Continuity::default();
+    c.bind(&target(CONV), w1(), Some("alpha".into()), Some(TabRef { id: 4, url: CONV.into() }), 0).unwrap();
+    c.set_auto(CONV, auto);
+    c
+}
+
+#[test]
+fn a_settle_with_auto_on_wakes_once_with_the_agent_and_its_output() {
+    let mut c = bound(true);
+    assert!(c.on_push_event(working("p1"), 10).is_empty());
+    assert!(c.on_push_event(settled("p1", 5), 20).is_empty(), "waits for the pane's output");
+    assert_eq!(c.next_deadline_ms(), Some(20 + OUTPUT_WAIT_MS));
+    let actions = c.on_push_event(output("p1", "build ok: 41 tests"), 30);
+    let w = wakes(&actions);
+    assert_eq!(w.len(), 1, "{actions:?}");
+    assert_eq!((w[0].kind, w[0].conv_key.as_str(), w[0].tab_id), (WakeKind::Round, CONV, Some(4)));
+    assert!(w[0].text.contains("agent-p1") && w[0].text.contains("build ok: 41 tests"), "{}", w[0].text);
+    assert!(render::is_wake_text(&w[0].text));
+    // Replays of the same events wake nothing.
+    c.on_push_event(working("p1"), 40);
+    assert!(c.on_push_event(settled("p1", 5), 50).is_empty());
+    assert!(c.on_tick(10_000).is_empty());
+}
+
+#[test]
+fn auto_off_never_produces_a_sendable_wake() {
+    let mut c = bound(false);
+    c.on_push_event(working("p1"), 10);
+    c.on_push_event(settled("p1", 5), 20);
+    let actions = c.on_push_event(output("p1", "x"), 30);
+    assert!(wakes(&actions).is_empty());
+    assert!(matches!(&actions[..], [ContinuityAction::Suppressed(w)] if w.kind == WakeKind::Round));
+    assert_eq!(c.suppressed().count(), 1);
+    // Progress ticks stay silent too.
+    c.on_push_event(working("p1"), 100);
+    c.on_push_event(output("p1", "new things"), 110);
+    assert!(c.on_tick(1_000_000).iter().all(|a| !matches!(a, ContinuityAction::Wake(_))));
+}
+
+#[test]
+fn unbound_conversations_and_other_workspaces_get_nothing() {
+    let mut c = Continuity::default();
+    c.bind(&target(CONV), WorkspaceRef::Herdr { id: "w2".into() }, None, None, 0).unwrap();
+    c.set_auto(CONV, true);
+    c.on_push_event(working("p1"), 1);
+    c.on_push_event(settled("p1", 5), 2);
+    assert!(c.on_push_event(output("p1", "x"), 3).is_empty());
+    assert!(c.on_tick(100_000).is_empty());
+}
+
+#[test]
+fn two_agents_give_one_partial_then_one_round() {
+    let mut c = bound(true);
+    c.on_push_event(working("p1"), 1);
+    c.on_push_event(working("p2"), 2);
+    c.on_push_event(settled("p1", 5), 3);
+    let first = c.on_tick(3 + OUTPUT_WAIT_MS);
+    let first = wakes(&first);
+    assert_eq!(first.len(), 1);
+    assert_eq!((first[0].kind, first[0].working_count), (WakeKind::Partial, 1));
+    assert!(first[0].text.contains("(no output captured)"), "released without output at the deadline");
+    c.on_push_event(settled("p2", 6), 5_000);
+    let second = c.on_push_event(output("p2", "done two"), 5_001);
+    let second = wakes(&second);
+    assert_eq!(second.len(), 1);
+    assert_eq!((second[0].kind, second[0].agent.as_str()), (WakeKind::Round, "agent-p2"));
+}
+
+#[test]
+fn held_wakes_are_released_exactly_at_the_deadline() {
+    let mut c = bound(true);
+    c.on_push_event(working("p1"), 0);
+    c.on_push_event(settled("p1", 5), 100);
+    assert!(c.on_tick(100 + OUTPUT_WAIT_MS - 1).is_empty());
+    assert_eq!(wakes(&c.on_tick(100 + OUTPUT_WAIT_MS)).len(), 1);
+    assert_eq!(c.next_deadline_ms(), None);
+}
+
+#[test]
+fn a_settle_missed_while_the_runtime_restarted_wakes_exactly_once() {
+    let mut c = bound(true);
+    let hello = |status: &str| Hello {
+        agents: vec![AgentInfo {
+            pane: Some("p1".into()),
+            status: Some(status.into()),
+            workspace: Some("w1".into()),
+            name: Some("claude".into()),
+            seq: Some("9".into()),
+            summary: Some("finished the migration".into()),
+            ..Default::default()
+        }],
+        workspaces: vec![WorkspaceInfo { id: "w1".into(), label: Some("alpha".into()), ..Default::default() }],
+        herdr_live: true,
+        seq: Some(1),
+    };
+    assert!(c.on_push_event(PushEvent::Hello(hello("working")), 0).is_empty());
+    // …the runtime goes away, the agent finishes, the stream reconnects:
+    let actions = c.on_push_event(PushEvent::Hello(hello("done")), 60_000);
+    let w = wakes(&actions);
+    assert_eq!(w.len(), 1, "{actions:?}");
+    assert_eq!(w[0].kind, WakeKind::Round);
+    assert!(w[0].text.contains("finished the migration") && w[0].text.contains("claude"), "{}", w[0].text);
+    assert!(c.on_push_event(PushEvent::Hello(hello("done")), 70_000).is_empty(), "a second reconnect");
+    assert!(c.on_state(hello("done"), 80_000).is_empty());
+}
+
+#[test]
+fn exec_completion_in_a_bound_root_wakes_without_herdr() {
+    let mut c = Continuity::default();
+    c.bind(&target(CONV), WorkspaceRef::Root { path: "/src/app".into() }, None, None, 0).unwrap();
+    c.set_auto(CONV, true);
+    let done = PushEvent::ExecCompleted {
+        session_id: "s-1".into(),
+        root: "/src/app".into(),
+        exit_code: Some(2),
+        signal: None,
+        workspace: None,
+        at: None,
+        seq: Some(3),
+    };
+    let actions = c.on_push_event(done.clone(), 5);
+    let w = wakes(&actions);
+    assert_eq!(w.len(), 1);
+    assert_eq!(w[0].kind, WakeKind::Exec);
+    assert!(w[0].text.contains("s-1") && w[0].text.contains("exit 2") && w[0].text.contains("app"), "{}", w[0].text);
+    assert!(c.on_push_event(done, 6).is_empty(), "once per session");
+}
+
+#[test]
+fn progress_ticks_report_changed_output_while_working() {
+    let mut c = bound(true);
+    c.on_push_event(working("p1"), 0);
+    assert_eq!(c.next_deadline_ms(), Some(60_000));
+    c.on_push_event(output("p1", "compiling 3/10"), 1_000);
+    let actions = c.on_tick(60_000);
+    let w = wakes(&actions);
+    assert_eq!(w.len(), 1);
+    assert_eq!((w[0].kind, w[0].working_count), (WakeKind::Progress, 1));
+    assert!(w[0].text.contains("compiling 3/10"));
+    c.on_push_event(output("p1", "compiling 4/10"), 61_000);
+    assert!(c.on_tick(120_000).is_empty(), "cooldown");
+    assert_eq!(wakes(&c.on_tick(60_000 + 1_200_000)).len(), 1);
+}
+
+#[test]
+fn lagged_asks_for_a_resync_and_binding_a_busy_workspace_arms_it() {
+    let mut c = Continuity::default();
+    assert_eq!(c.on_push_event(PushEvent::Lagged { dropped: 4 }, 0), vec![ContinuityAction::Resync]);
+    c.on_push_event(working("p1"), 1);
+    let view = c.bind(&target(CONV), w1(), None, None, 2).unwrap();
+    assert_eq!(view.binding.status, BindingStatus::Working);
+    c.set_auto(CONV, true);
+    c.on_push_event(settled("p1", 7), 3);
+    assert_eq!(wakes(&c.on_push_event(output("p1", "x"), 4)).len(), 1, "armed at bind time");
+}
+
+#[test]
+fn unbinding_drops_held_wakes_and_state_survives_serde() {
+    let mut c = bound(true);
+    c.on_push_event(working("p1"), 0);
+    c.on_push_event(settled("p1", 5), 1);
+    let saved = serde_json::to_string(&c).unwrap();
+    let mut restored: Continuity = serde_json::from_str(&saved).unwrap();
+    assert_eq!(restored, c);
+    assert_eq!(wakes(&restored.on_push_event(output("p1", "x"), 2)).len(), 1, "a held wake survives a restart");
+    c.unbind(CONV, None).unwrap();
+    assert!(c.on_push_event(output("p1", "x"), 2).is_empty());
+}
+
+#[test]
+fn the_wire_feeds_the_state_end_to_end() {
+    let mut c = bound(true);
+    let mut parser = SseParser::default();
+    let wire = concat!(
+        "event: hello\ndata: {\"agents\":[],\"workspaces\":[{\"id\":\"w1\",\"label\":\"alpha\",\"roots\":[],\"panes\":[]}],\"herdr_live\":true,\"seq\":0}\n\n",
+        "event: agent_working\nid: 1\ndata: {\"workspace\":\"w1\",\"pane\":\"w1:p1\",\"agent\":\"codex\",\"seq\":1}\n\n",
+        ":keep-alive\n\n",
+        "event: agent_settled\nid: 2\ndata: {\"workspace\":\"w1\",\"pane\":\"w1:p1\",\"agent\":\"codex\",\"status\":\"idle\",\"at\":\"t\",\"seq\":2}\n\n",
+        "event: agent_output\nid: 3\ndata: {\"workspace\":\"w1\",\"pane\":\"w1:p1\",\"agent\":\"codex\",\"output\":\"PR ready\",\"seq\":3}\n\n",
+    );
+    let mut all = Vec::new();
+    for chunk in wire.as_bytes().chunks(5) {
+        for ev in parser.push(chunk) {
+            all.extend(c.on_push_event(ev.unwrap(), 10));
+        }
+    }
+    let w = wakes(&all);
+    assert_eq!(w.len(), 1, "{all:?}");
+    assert!(w[0].text.contains("codex") && w[0].text.contains("PR ready") && w[0].text.contains("alpha (w1)"));
+}
