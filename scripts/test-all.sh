@@ -44,6 +44,9 @@ for bin in herdr-mcp herdr-nmhost; do
   [ -x "$bin_dir/$bin" ] || cargo build -p "$bin"
 done
 scripts/build-extension.sh
+# The Herdr simulator process the continuity e2e tests start (built by `cargo test` above;
+# this only checks it is there, e2e/lib/herdr-sim.mjs asks cargo for its path the same way).
+cargo test -p herdr-mcp --test herdr_sim_server --no-run
 
 step "e2e tests (real headless Chromium)"
 (cd e2e && node --test --test-concurrency=1 tests/)

@@ -78,6 +78,11 @@ export class ConversationStore extends EventEmitter {
     return this.chats.get(`${site}:${chatId}`) || [];
   }
 
+  /// Every user message the pages of `site` sent, in order (`href` = the page's URL then).
+  userMessages(site) {
+    return this.log.filter((m) => m.site === site && m.role === 'user');
+  }
+
   /// Resolves with the first message (already stored after `sinceIndex`, or arriving
   /// later) that satisfies `predicate`; rejects after `timeoutMs`.
   waitFor(predicate, { timeoutMs = 30_000, sinceIndex = 0, what = 'message' } = {}) {
@@ -149,4 +154,24 @@ export async function installFixtureSites(context, store = new ConversationStore
 export async function modelReply(page, text, options = {}) {
   await page.waitForFunction(() => window.__fixture && document.documentElement.dataset.fixtureReady === '1');
   return page.evaluate(([t, o]) => window.__fixture.stream(t, o), [text, options]);
+}
+
+/// Runs `expression` in a fresh isolated world of `page`'s main frame — where a content
+/// script runs: same DOM, its own JavaScript globals. Resolves with the value.
+export async function evaluateInIsolatedWorld(page, expression) {
+  const cdp = await page.context().newCDPSession(page);
+  try {
+    const { frameTree } = await cdp.send('Page.getFrameTree');
+    const { executionContextId } = await cdp.send('Page.createIsolatedWorld', { frameId: frameTree.frame.id, worldName: 'herdr-e2e-isolated' });
+    const { result, exceptionDetails } = await cdp.send('Runtime.evaluate', {
+      expression,
+      contextId: executionContextId,
+      awaitPromise: true,
+      returnByValue: true,
+    });
+    if (exceptionDetails) throw new Error(`isolated-world script failed: ${exceptionDetails.exception?.description || exceptionDetails.text}`);
+    return result.value;
+  } finally {
+    await cdp.detach().catch(() => {});
+  }
 }

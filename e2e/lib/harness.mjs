@@ -11,6 +11,7 @@ import { join, resolve } from 'node:path';
 import { launch, serviceWorker } from './chromium.mjs';
 import { installFixtureSites } from './fixture-sites.mjs';
 import { artifactPath } from './artifacts.mjs';
+import { startHerdrSim } from './herdr-sim.mjs';
 
 export const REPO = resolve(new URL('../..', import.meta.url).pathname);
 export const EXTENSION_DIR = process.env.HERDR_E2E_EXTENSION || join(REPO, 'dist/extension');
@@ -33,11 +34,11 @@ export async function until(probe, { timeoutMs = 15_000, intervalMs = 50, what =
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`);
 }
 
-function checkBuilt() {
+function checkBuilt({ extension = true } = {}) {
   for (const bin of ['herdr-mcp', 'herdr-nmhost']) {
     if (!existsSync(join(BIN_DIR, bin))) throw new Error(`${join(BIN_DIR, bin)} is missing: run cargo build -p herdr-mcp -p herdr-nmhost`);
   }
-  if (!existsSync(join(EXTENSION_DIR, 'manifest.json')) || !existsSync(join(EXTENSION_DIR, 'wasm/extension_shell_bg.wasm'))) {
+  if (extension && (!existsSync(join(EXTENSION_DIR, 'manifest.json')) || !existsSync(join(EXTENSION_DIR, 'wasm/extension_shell_bg.wasm')))) {
     throw new Error(`${EXTENSION_DIR} is not built: run scripts/build-extension.sh`);
   }
 }
@@ -78,45 +79,90 @@ export async function runtimeToolNames(socketPath) {
   return payload.result.tools.map((t) => t.name);
 }
 
-/// Starts runtime + Chromium (+ host registration) for test `name`.
-export async function startStack(name, { sites = [] } = {}) {
-  checkBuilt();
+/// Starts (again, after `restartRuntime`) `herdr-mcp serve` for `stack` on its socket,
+/// root and state dir; with a Herdr simulator, the runtime talks to it instead of any
+/// Herdr of the machine.
+async function spawnRuntime(stack) {
+  const { tmp, project, socket, logs } = stack;
+  const herdrEnv = stack.herdrSim ? { HERDR_SOCKET_PATH: stack.herdrSim.socket, HERDR_MCP_AGENT_ALLOW: 'all' } : {};
+  const runtime = spawn(join(BIN_DIR, 'herdr-mcp'), ['serve', '--socket', socket, '--root', project, '--log-file', join(logs, 'runtime.log')], {
+    cwd: project,
+    env: { ...process.env, HERDR_MCP_LOG: 'debug', HERDR_MCP_STATE_DIR: join(tmp, 'state'), XDG_STATE_HOME: join(tmp, 'state'), XDG_CONFIG_HOME: join(tmp, 'config'), ...herdrEnv },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let runtimeStderr = '';
+  runtime.stderr.on('data', (c) => (runtimeStderr += c));
+  stack.runtime = runtime;
+  await until(async () => (await socketRequest(socket)).status === 200, {
+    timeoutMs: 15_000,
+    what: `the runtime's /health on ${socket} (stderr: ${runtimeStderr.slice(0, 500)})`,
+  });
+}
+
+async function endRuntime(stack) {
+  const { runtime } = stack;
+  if (!runtime || runtime.exitCode !== null || runtime.signalCode !== null) return;
+  const exited = new Promise((r) => runtime.once('exit', r));
+  runtime.kill('SIGTERM');
+  await exited;
+}
+
+/// Kills the runtime and starts it again on the same socket and state dir (what a
+/// crash or an upgrade looks like to the native host and the extension).
+export async function restartRuntime(stack) {
+  await endRuntime(stack);
+  await spawnRuntime(stack);
+}
+
+/// The runtime alone (no browser), optionally with a Herdr simulator (`herdr: true`):
+/// for tests of the runtime's side of an e2e flow. Stop with `stopStack`.
+export async function startRuntime(name, { herdr = false, extension = false } = {}) {
+  checkBuilt({ extension });
   const logs = artifactPath(name);
   rmSync(logs, { recursive: true, force: true });
   mkdirSync(logs, { recursive: true });
   const tmp = mkdtempSync(join(tmpdir(), 'herdr-e2e-'));
   const project = makeProject(join(tmp, 'project'));
   const socket = join(tmp, 'runtime.sock');
-  const runtime = spawn(join(BIN_DIR, 'herdr-mcp'), ['serve', '--socket', socket, '--root', project, '--log-file', join(logs, 'runtime.log')], {
-    cwd: project,
-    env: { ...process.env, HERDR_MCP_LOG: 'debug', HERDR_MCP_STATE_DIR: join(tmp, 'state'), XDG_STATE_HOME: join(tmp, 'state'), XDG_CONFIG_HOME: join(tmp, 'config') },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let runtimeStderr = '';
-  runtime.stderr.on('data', (c) => (runtimeStderr += c));
-  await until(async () => (await socketRequest(socket)).status === 200, {
-    timeoutMs: 15_000,
-    what: `the runtime's /health on ${socket} (stderr: ${runtimeStderr.slice(0, 500)})`,
-  });
+  const stack = { name, tmp, project, socket, logs, runtime: null, herdrSim: null, pages: [], consoleLines: [] };
+  try {
+    if (herdr) stack.herdrSim = await startHerdrSim();
+    await spawnRuntime(stack);
+  } catch (error) {
+    await stopStack(stack);
+    throw error;
+  }
+  return stack;
+}
 
-  const profile = join(tmp, 'profile');
-  mkdirSync(profile);
-  // The host's stderr (its log) goes to the artifacts through a wrapper the manifest points at.
-  const wrapper = join(tmp, 'herdr-nmhost-logged');
-  // Its pid is recorded so a test can cut the port by ending exactly that process.
-  writeFileSync(wrapper, `#!/bin/sh\necho $$ >> "${join(tmp, 'host.pids')}"\nexec "${join(BIN_DIR, 'herdr-nmhost')}" "$@" 2>>"${join(logs, 'nmhost.log')}"\n`);
-  chmodSync(wrapper, 0o755);
-  execFileSync(join(BIN_DIR, 'herdr-nmhost'), ['install', '--user-data-dir', profile, '--binary', wrapper], { stdio: 'pipe' });
+/// Starts runtime + Chromium (+ host registration) for test `name`; `herdr: true` puts
+/// a Herdr simulator (`stack.herdrSim`) behind the runtime.
+export async function startStack(name, { sites = [], herdr = false } = {}) {
+  const stack = await startRuntime(name, { herdr, extension: true });
+  const { tmp, logs, socket } = stack;
+  try {
+    const profile = join(tmp, 'profile');
+    mkdirSync(profile);
+    // The host's stderr (its log) goes to the artifacts through a wrapper the manifest points at.
+    const wrapper = join(tmp, 'herdr-nmhost-logged');
+    // Its pid is recorded so a test can cut the port by ending exactly that process.
+    writeFileSync(wrapper, `#!/bin/sh\necho $$ >> "${join(tmp, 'host.pids')}"\nexec "${join(BIN_DIR, 'herdr-nmhost')}" "$@" 2>>"${join(logs, 'nmhost.log')}"\n`);
+    chmodSync(wrapper, 0o755);
+    execFileSync(join(BIN_DIR, 'herdr-nmhost'), ['install', '--user-data-dir', profile, '--binary', wrapper], { stdio: 'pipe' });
 
-  const env = { ...process.env, HERDR_EXTENSION_IPC_SOCKET: socket, HERDR_NMHOST_LOG: 'debug' };
-  const { context } = await launch({ extensionDir: EXTENSION_DIR, userDataDir: profile, env });
-  const consoleLines = [];
-  const store = await installFixtureSites(context);
-  const sw = await serviceWorker(context);
-  sw.on('console', (m) => consoleLines.push(`[sw ${m.type()}] ${m.text()}`));
-  await sw.evaluate(() => globalThis.herdr.ready);
-  const stack = { name, tmp, project, socket, runtime, context, store, sw, logs, consoleLines, pages: [] };
-  for (const site of sites) await enableSite(stack, site);
+    const env = { ...process.env, HERDR_EXTENSION_IPC_SOCKET: socket, HERDR_NMHOST_LOG: 'debug' };
+    const { context } = await launch({ extensionDir: EXTENSION_DIR, userDataDir: profile, env });
+    stack.context = context;
+    stack.store = await installFixtureSites(context);
+    const sw = await serviceWorker(context);
+    stack.sw = sw;
+    sw.on('console', (m) => stack.consoleLines.push(`[sw ${m.type()}] ${m.text()}`));
+    await sw.evaluate(() => globalThis.herdr.ready);
+    for (const site of sites) await enableSite(stack, site);
+  } catch (error) {
+    await stopStack(stack);
+    throw error;
+  }
   return stack;
 }
 
@@ -170,18 +216,23 @@ export async function conversationState(stack, key) {
 export async function stopStack(stack) {
   if (!stack) return;
   try {
-    let i = 0;
-    for (const page of stack.pages) {
-      if (!page.isClosed()) await page.screenshot({ path: join(stack.logs, `page-${i++}.png`), fullPage: true }).catch(() => {});
+    if (stack.context) {
+      let i = 0;
+      for (const page of stack.pages) {
+        if (!page.isClosed()) await page.screenshot({ path: join(stack.logs, `page-${i++}.png`), fullPage: true }).catch(() => {});
+      }
+      const state = await swState(stack).catch((e) => ({ error: String(e) }));
+      writeFileSync(join(stack.logs, 'sw-state.json'), JSON.stringify(state, null, 2));
+      writeFileSync(join(stack.logs, 'console.log'), stack.consoleLines.join('\n'));
+      writeFileSync(join(stack.logs, 'conversations.json'), JSON.stringify(stack.store?.log ?? [], null, 2));
     }
-    const state = await swState(stack).catch((e) => ({ error: String(e) }));
-    writeFileSync(join(stack.logs, 'sw-state.json'), JSON.stringify(state, null, 2));
-    writeFileSync(join(stack.logs, 'console.log'), stack.consoleLines.join('\n'));
-    writeFileSync(join(stack.logs, 'conversations.json'), JSON.stringify(stack.store.log, null, 2));
   } finally {
-    await stack.context.close().catch(() => {});
-    stack.runtime.kill('SIGTERM');
-    await new Promise((r) => (stack.runtime.exitCode !== null ? r() : stack.runtime.once('exit', r)));
+    await stack.context?.close().catch(() => {});
+    await endRuntime(stack);
+    if (stack.herdrSim) {
+      writeFileSync(join(stack.logs, 'herdr-sim.stderr.log'), stack.herdrSim.stderr);
+      await stack.herdrSim.stop();
+    }
     rmSync(stack.tmp, { recursive: true, force: true });
   }
 }

@@ -5,7 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { launch } from '../lib/chromium.mjs';
-import { installFixtureSites, modelReply } from '../lib/fixture-sites.mjs';
+import { installFixtureSites, modelReply, evaluateInIsolatedWorld } from '../lib/fixture-sites.mjs';
 import { screenshot } from '../lib/artifacts.mjs';
 
 let browser;
@@ -94,3 +94,77 @@ for (const c of cases) {
     await page.close();
   });
 }
+
+const PROJECT = 'g-p-0123456789abcdef0123456789abcdef';
+
+test('chatgpt fixture: only real input reaches the composer model; Send and Stop buttons; Project routes', async () => {
+  const page = await browser.context.newPage();
+  await page.goto(`https://chatgpt.com/g/${PROJECT}-demo/project`);
+  await page.waitForFunction(() => document.documentElement.dataset.fixtureReady === '1');
+  const model = () => page.evaluate(() => window.__fixture.composerModel());
+  const sendButtons = page.locator('button[data-testid="send-button"]');
+  const stopButtons = page.locator('button[data-testid="stop-button"]');
+  const since = store.userMessages('chatgpt').length;
+  const logSince = store.log.length;
+
+  // A content script writing markup (and faking input and Enter) changes nothing the editor sends.
+  const written = await evaluateInIsolatedWorld(
+    page,
+    `(() => {
+      const c = document.querySelector('#prompt-textarea');
+      c.textContent = 'written by a script';
+      c.dispatchEvent(new InputEvent('input', { bubbles: true, inputType: 'insertText', data: 'written by a script' }));
+      c.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', code: 'Enter', keyCode: 13, bubbles: true }));
+      return c.textContent;
+    })()`,
+  );
+  assert.equal(written, 'written by a script');
+  assert.equal(await model(), '');
+  assert.equal(await sendButtons.count(), 0);
+  await page.waitForFunction(() => document.querySelector('#prompt-textarea').textContent === '');
+
+  // The MAIN-world insert the extension uses (select all + execCommand) is real input.
+  await page.evaluate(() => {
+    const c = document.querySelector('#prompt-textarea');
+    c.focus();
+    document.getSelection().selectAllChildren(c);
+    document.execCommand('insertText', false, 'first line\nsecond line');
+  });
+  assert.equal(await model(), 'first line\nsecond line');
+  await sendButtons.waitFor({ state: 'visible' });
+  await sendButtons.click();
+  const first = await store.waitFor((m) => m.site === 'chatgpt' && m.role === 'user', { sinceIndex: logSince });
+  assert.equal(first.text, 'first line\nsecond line');
+  const chatPath = new RegExp(`^/g/${PROJECT}-demo/c/[0-9a-f-]{36}$`);
+  assert.match(new URL(first.href).pathname, chatPath);
+  assert.match(new URL(page.url()).pathname, chatPath);
+  assert.equal(await model(), '');
+  assert.equal(await sendButtons.count(), 0);
+
+  // While the reply streams: Stop instead of Send, and Enter sends nothing.
+  const reply = modelReply(page, 'x'.repeat(200), { chunk: 4, intervalMs: 20 });
+  await stopButtons.waitFor({ state: 'visible' });
+  await page.click('#prompt-textarea');
+  await page.keyboard.type('typed while it answers');
+  assert.equal(await model(), 'typed while it answers');
+  assert.equal(await sendButtons.count(), 0);
+  await page.keyboard.press('Enter');
+  assert.equal(await model(), 'typed while it answers');
+  await reply;
+  assert.equal(await stopButtons.count(), 0);
+  await sendButtons.click();
+  const second = await store.waitFor((m) => m.site === 'chatgpt' && m.role === 'user', {
+    sinceIndex: store.log.indexOf(first) + 1,
+    what: 'the second user message',
+  });
+  assert.equal(second.text, 'typed while it answers');
+  const chatLog = store.messages('chatgpt', first.chatId);
+  assert.deepEqual(chatLog.map((m) => m.role), ['user', 'assistant', 'user']);
+  assert.deepEqual(store.userMessages('chatgpt').slice(since).map((m) => m.text), ['first line\nsecond line', 'typed while it answers']);
+
+  await page.reload();
+  await page.waitForFunction(() => document.documentElement.dataset.fixtureReady === '1');
+  assert.equal(await page.locator('[data-message-author-role="user"]').count(), 2);
+  await screenshot(page, 'fixture-chatgpt-composer');
+  await page.close();
+});

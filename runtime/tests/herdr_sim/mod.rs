@@ -375,6 +375,18 @@ impl HerdrSim {
         let dir = tempfile::Builder::new().prefix("hsim").tempdir_in("/tmp").unwrap();
         let socket = dir.path().join("herdr.sock");
         let listener = UnixListener::bind(&socket).unwrap();
+        Self::serve(dir, socket, listener)
+    }
+
+    /// Serves on a caller-chosen socket path (a process other than the test connects
+    /// to it, so the path is agreed on beforehand); the bind error is the caller's.
+    pub async fn start_at(socket: &Path) -> std::io::Result<HerdrSim> {
+        let dir = tempfile::Builder::new().prefix("hsim").tempdir_in("/tmp")?;
+        let listener = UnixListener::bind(socket)?;
+        Ok(Self::serve(dir, socket.to_path_buf(), listener))
+    }
+
+    fn serve(dir: tempfile::TempDir, socket: PathBuf, listener: UnixListener) -> HerdrSim {
         let (changes, _) = watch::channel(0);
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),

@@ -1,0 +1,152 @@
+//! The command language of the simulator process: one JSON object per stdin line,
+//! checked against what was created so far so that a test's mistake (an unknown
+//! pane, a bad status) comes back as an error ack instead of a panic in the simulator.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::herdr_sim::HerdrSim;
+
+/// The statuses Herdr 0.8.2 reports for an agent (spec/herdr.md).
+const STATUSES: [&str; 5] = ["working", "idle", "done", "blocked", "unknown"];
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "cmd", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Command {
+    AddWorkspace {
+        id: String,
+        label: String,
+    },
+    AddPane {
+        workspace: String,
+        pane: String,
+        cwd: String,
+    },
+    AddAgent {
+        pane: String,
+        kind: String,
+        status: String,
+        #[serde(default)]
+        name: Option<String>,
+    },
+    /// `output` becomes the pane's text before the status changes, so the runtime's
+    /// read after a settle sees it.
+    SetStatus {
+        pane: String,
+        status: String,
+        #[serde(default)]
+        output: Option<String>,
+    },
+    RemoveAgent {
+        pane: String,
+    },
+    RemovePane {
+        pane: String,
+    },
+    /// How many `events.subscribe` streams are open (a test waits for the runtime's).
+    Subscribers,
+    Stop,
+}
+
+impl Command {
+    pub fn parse(line: &[u8]) -> Result<Command, String> {
+        serde_json::from_slice(line).map_err(|e| format!("bad command: {e}"))
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::AddWorkspace { .. } => "add_workspace",
+            Command::AddPane { .. } => "add_pane",
+            Command::AddAgent { .. } => "add_agent",
+            Command::SetStatus { .. } => "set_status",
+            Command::RemoveAgent { .. } => "remove_agent",
+            Command::RemovePane { .. } => "remove_pane",
+            Command::Subscribers => "subscribers",
+            Command::Stop => "stop",
+        }
+    }
+}
+
+/// What exists in the simulator, mirrored here because the simulator's own setters
+/// panic on unknown ids (fine in a Rust test, wrong for a long-lived process).
+#[derive(Default)]
+pub struct Registry {
+    workspaces: HashSet<String>,
+    panes: HashMap<String, String>,
+    agents: HashSet<String>,
+}
+
+fn check_status(status: &str) -> Result<(), String> {
+    if STATUSES.contains(&status) {
+        Ok(())
+    } else {
+        Err(format!("unknown status {status:?} (one of {})", STATUSES.join(", ")))
+    }
+}
+
+impl Registry {
+    fn pane(&self, pane: &str) -> Result<(), String> {
+        if self.panes.contains_key(pane) { Ok(()) } else { Err(format!("no pane {pane:?}")) }
+    }
+
+    fn agent(&self, pane: &str) -> Result<(), String> {
+        if self.agents.contains(pane) { Ok(()) } else { Err(format!("no agent on pane {pane:?}")) }
+    }
+
+    /// Applies `command` to `sim`; the extra fields of the ack on success.
+    pub fn apply(&mut self, sim: &HerdrSim, command: &Command) -> Result<Value, String> {
+        match command {
+            Command::AddWorkspace { id, label } => {
+                if !self.workspaces.insert(id.clone()) {
+                    return Err(format!("workspace {id:?} exists"));
+                }
+                sim.add_workspace(id, label);
+            }
+            Command::AddPane { workspace, pane, cwd } => {
+                if !self.workspaces.contains(workspace) {
+                    return Err(format!("no workspace {workspace:?}"));
+                }
+                if self.panes.contains_key(pane) {
+                    return Err(format!("pane {pane:?} exists"));
+                }
+                self.panes.insert(pane.clone(), workspace.clone());
+                sim.add_pane(workspace, pane, cwd);
+            }
+            Command::AddAgent { pane, kind, status, name } => {
+                self.pane(pane)?;
+                check_status(status)?;
+                if !self.agents.insert(pane.clone()) {
+                    return Err(format!("pane {pane:?} already has an agent"));
+                }
+                sim.add_agent(pane, kind, status);
+                if let Some(name) = name {
+                    sim.name_agent(pane, name);
+                }
+            }
+            Command::SetStatus { pane, status, output } => {
+                self.agent(pane)?;
+                check_status(status)?;
+                if let Some(output) = output {
+                    sim.set_pane_text(pane, output);
+                }
+                sim.set_agent_status(pane, status);
+            }
+            Command::RemoveAgent { pane } => {
+                self.agent(pane)?;
+                self.agents.remove(pane);
+                sim.remove_agent(pane);
+            }
+            Command::RemovePane { pane } => {
+                self.pane(pane)?;
+                self.panes.remove(pane);
+                self.agents.remove(pane);
+                sim.close_pane(pane);
+            }
+            Command::Subscribers => return Ok(json!({"count": sim.subscriber_count()})),
+            Command::Stop => {}
+        }
+        Ok(json!({}))
+    }
+}
