@@ -9,6 +9,7 @@ pub mod contract;
 pub mod edge;
 pub mod exec;
 pub mod herdr;
+pub mod link;
 pub mod policy;
 pub mod push;
 pub mod runtime_info;

@@ -32,6 +32,8 @@ enum Command {
     /// Approve, list, revoke or cancel the connectors of this machine's edge.
     #[command(subcommand)]
     Connector(herdr_mcp::edge::cli::ConnectorCommand),
+    /// Link this workstation to an edge: forwards the edge's tool calls to the local runtime.
+    Link(herdr_mcp::link::cli::LinkArgs),
 }
 
 const SERVE_ABOUT: &str = "\
@@ -90,6 +92,7 @@ fn main() -> ExitCode {
         },
         Command::Edge(cmd) => exit_with(herdr_mcp::edge::cli::run_edge(cmd)),
         Command::Connector(cmd) => exit_with(herdr_mcp::edge::cli::run_connector(cmd)),
+        Command::Link(args) => exit_with(herdr_mcp::link::cli::run_link(args)),
     }
 }
 

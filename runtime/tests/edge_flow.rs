@@ -271,11 +271,14 @@ async fn dcr_pending_approve_on_a_terminal_token_mcp_rotate_revoke() {
     assert_eq!(init.json()["result"]["protocolVersion"], "2025-06-18");
     let list = http.mcp(&access, "tools/list", json!({})).await.json();
     let names: Vec<&str> = list["result"]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
-    assert_eq!(names, vec!["herdr_devices"]);
-    assert_eq!(list["result"]["_meta"]["herdr"]["tool_count"], 1);
+    // The runtime's 18 tools (each with a `device` selector) plus herdr_devices,
+    // even before any workstation links.
+    assert_eq!((names.len(), names[0]), (19, "herdr_devices"));
+    assert_eq!(list["result"]["_meta"]["herdr"]["tool_count"], 19);
     let info = http.get("/info").await.json();
     assert_eq!(info["publicContract"]["hash"], list["result"]["_meta"]["herdr"]["contract_hash"]);
-    assert_eq!(info["runtimeContract"], Value::Null, "no link yet");
+    let (_, (epoch, hash)) = herdr_mcp::edge::forward::local_runtime_contract();
+    assert_eq!(info["runtimeContract"], json!({"epoch": epoch, "hash": hash}));
     let devices = http.mcp(&access, "tools/call", json!({"name": "herdr_devices", "arguments": {}})).await.json();
     assert_eq!(devices["result"]["structuredContent"], json!({"ok": true, "devices": []}));
 

@@ -18,7 +18,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::clock::SystemClock;
 use super::connectors::{self, ApprovalError};
-use super::mcp::NoWorkstations;
+use super::forward::{LinkRouter, local_runtime_contract};
+use super::link_hub::LinkHub;
+use super::link_hub_auth::NoDevices;
 use super::store::EdgeStore;
 use super::{EdgeConfig, EdgeState};
 
@@ -125,7 +127,14 @@ pub fn run_edge(cmd: EdgeCommand) -> anyhow::Result<()> {
 fn serve(args: EdgeServeArgs) -> anyhow::Result<()> {
     let config = EdgeConfig::new(&args.issuer).map_err(anyhow::Error::msg)?;
     let store = open_store(&args.state.resolve()?)?;
-    let state = Arc::new(EdgeState { config, store, router: Arc::new(NoWorkstations), allow_loopback_cimd: false });
+    let orphans = super::forward_pending::settle_orphans(&store)?;
+    if orphans > 0 {
+        eprintln!("herdr-mcp edge: {orphans} mutation(s) sent before the last stop are marked uncertain");
+    }
+    let (catalog, contract) = local_runtime_contract();
+    let hub = LinkHub::new(Arc::new(NoDevices), contract);
+    let router = LinkRouter::new(Arc::clone(&hub), Arc::clone(&store), catalog);
+    let state = Arc::new(EdgeState { config, store, router: Arc::new(router), allow_loopback_cimd: false });
     let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(
         tracing_subscriber::EnvFilter::try_from_env("HERDR_MCP_LOG").unwrap_or_else(|_| "info".into()),
     ).try_init();
@@ -137,7 +146,7 @@ fn serve(args: EdgeServeArgs) -> anyhow::Result<()> {
         let shutdown = CancellationToken::new();
         crate::server::cancel_on_signals(shutdown.clone())?;
         let addr_file = args.addr_file.clone();
-        super::http::serve(state, args.listen, shutdown, move |addr| {
+        super::http::serve(state, args.listen, Some(hub), shutdown, move |addr| {
             if let Some(f) = addr_file {
                 // Written then renamed, so a poller never reads half an address.
                 let tmp = f.with_extension("tmp");

@@ -19,6 +19,13 @@ use tokio_util::sync::CancellationToken;
 use super::EdgeState;
 
 pub fn router(state: Arc<EdgeState>) -> Router {
+    router_with_links(state, None)
+}
+
+/// The edge's routes plus, when `links` is given, the workstation link at
+/// `/ws/<workstation_id>`.
+pub fn router_with_links(state: Arc<EdgeState>, links: Option<Arc<super::link_hub::LinkHub>>) -> Router {
+    let ws = links.map(super::link_hub_socket::routes).unwrap_or_default();
     Router::new()
         .merge(super::discovery::routes())
         .merge(super::dcr::routes())
@@ -26,10 +33,11 @@ pub fn router(state: Arc<EdgeState>) -> Router {
         .merge(super::token::routes())
         .merge(super::mcp::routes())
         .route("/health", axum::routing::get(health))
-        .route("/info", axum::routing::get(super::mcp::info))
+        .route("/info", axum::routing::get(super::info::info))
         .fallback(not_found)
-        .layer(middleware::from_fn(cors))
         .with_state(state)
+        .merge(ws)
+        .layer(middleware::from_fn(cors))
 }
 
 /// Serves until `shutdown`; calls `on_bound` with the real address first (so
@@ -37,6 +45,7 @@ pub fn router(state: Arc<EdgeState>) -> Router {
 pub async fn serve(
     state: Arc<EdgeState>,
     listen: SocketAddr,
+    links: Option<Arc<super::link_hub::LinkHub>>,
     shutdown: CancellationToken,
     on_bound: impl FnOnce(SocketAddr) -> std::io::Result<()>,
 ) -> anyhow::Result<()> {
@@ -46,8 +55,18 @@ pub async fn serve(
     let addr = listener.local_addr()?;
     on_bound(addr).map_err(|e| anyhow::anyhow!("cannot report the bound address: {e}"))?;
     let sweeper = super::connectors::spawn_sweeper(Arc::clone(&state.store), shutdown.clone());
-    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown.cancelled_owned()).await?;
+    let hub = links.clone();
+    let stop = shutdown.clone();
+    let closer = tokio::spawn(async move {
+        stop.cancelled().await;
+        // Links are long-lived: without this, graceful shutdown would wait on them.
+        if let Some(hub) = hub {
+            hub.close_all();
+        }
+    });
+    axum::serve(listener, router_with_links(state, links)).with_graceful_shutdown(shutdown.cancelled_owned()).await?;
     sweeper.abort();
+    closer.abort();
     Ok(())
 }
 

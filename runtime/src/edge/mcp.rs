@@ -2,10 +2,9 @@
 //! OAuth bearer. Every request re-verifies the token against the store (see
 //! [`super::token::verify_bearer`]), so a revoked connector fails on its next call.
 //!
-//! Forwarding to workstations goes through [`WorkstationRouter`]. The WebSocket link
-//! that implements it for real is a later piece of work; until then
-//! [`NoWorkstations`] answers: no devices, no runtime catalog, and
-//! `workstation_offline` for any forwarded tool.
+//! Forwarding to workstations goes through [`WorkstationRouter`]:
+//! [`super::forward::LinkRouter`] in `edge serve`; [`NoWorkstations`] where no
+//! link can exist (no runtime catalog, `workstation_offline` for any tool).
 
 use std::sync::Arc;
 
@@ -30,7 +29,7 @@ pub const SUPPORTED_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-2
 
 /// The seam between the public endpoint and the workstation links.
 pub trait WorkstationRouter: Send + Sync {
-    /// The runtime tool catalog the links serve, or `None` while no link is up.
+    /// The runtime tool catalog the links serve, or `None` when none can.
     fn runtime_catalog(&self) -> Option<Vec<Value>>;
     /// Rows of `herdr_devices` (`device_id`, `name`, `connection`, …).
     fn devices(&self) -> Vec<Value>;
@@ -90,33 +89,7 @@ pub fn public_catalog(router: &dyn WorkstationRouter) -> Vec<Value> {
     tools
 }
 
-/// `GET /info`: the public catalog's identity and the runtime contract the links
-/// serve (`null` while no link is up), so operators can compare them to `/mcp`.
-pub async fn info(State(s): State<Arc<EdgeState>>) -> Response {
-    let public = public_catalog(s.router.as_ref());
-    let runtime = s.router.runtime_catalog().map(|tools| {
-        json!({"epoch": crate::contract::CONTRACT_EPOCH, "hash": crate::contract::contract_hash(&tools).unwrap_or_default()})
-    });
-    json_response(
-        200,
-        json!({
-            "ok": true,
-            "service": "herdr-mcp-edge",
-            "stage": "oauth",
-            "edgeVersion": env!("CARGO_PKG_VERSION"),
-            "publicContract": {"epoch": PUBLIC_CONTRACT_EPOCH, "hash": crate::contract::contract_hash(&public).unwrap_or_default()},
-            "runtimeContract": runtime,
-            "routes": [
-                {"path": "/mcp", "stage": "oauth"},
-                {"path": "/oauth/authorize", "stage": "oauth"},
-                {"path": "/oauth/token", "stage": "oauth"},
-                {"path": "/oauth/register", "stage": "oauth"},
-            ],
-        }),
-    )
-}
-
-fn contract_meta(tools: &[Value]) -> Value {
+pub(crate) fn contract_meta(tools: &[Value]) -> Value {
     let hash = crate::contract::contract_hash(tools).unwrap_or_default();
     json!({"herdr": {"contract_epoch": PUBLIC_CONTRACT_EPOCH, "contract_hash": hash, "tool_count": tools.len()}})
 }

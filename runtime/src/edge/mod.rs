@@ -10,6 +10,9 @@
 //! - [`token`]: `/oauth/token`, codes and token rotation; bearer verification.
 //! - [`connectors`]: approve / list / revoke / cancel and the inactivity sweep.
 //! - [`mcp`]: the stateless `/mcp` endpoint and the [`mcp::WorkstationRouter`] seam.
+//! - [`relay`]: Relay protocol v1 frames; [`link_hub`] (+ `_socket`, `_auth`): the
+//!   workstation links at `/ws/<workstation_id>`; [`forward`] (+ `_route`,
+//!   `_errors`, `_pending`): the real [`mcp::WorkstationRouter`]; [`info`]: `/info`.
 //! - [`http`]: the router and the server loop; [`cli`]: `edge` and `connector` commands.
 //!
 //! How the operator CLI reaches the state: it opens the same `edge.db` directly
@@ -27,7 +30,15 @@ pub mod clock;
 pub mod connectors;
 pub mod dcr;
 pub mod discovery;
+pub mod forward;
+pub mod forward_errors;
+pub mod forward_pending;
+pub mod forward_route;
 pub mod http;
+pub mod info;
+pub mod link_hub;
+pub mod link_hub_auth;
+pub mod link_hub_socket;
 pub mod mcp;
 pub mod relay;
 pub mod secrets;

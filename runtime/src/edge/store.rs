@@ -118,6 +118,18 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX tokens_connector ON tokens(connector_id);
     CREATE INDEX tokens_family ON tokens(family_id);",
+    // 2: forwarded mutations, recorded before they are sent (see `forward_pending`).
+    "CREATE TABLE link_requests (
+        request_id TEXT PRIMARY KEY,
+        workstation_id TEXT NOT NULL,
+        operation TEXT NOT NULL,
+        idempotency_key TEXT,
+        state TEXT NOT NULL,
+        created_at_ms INTEGER NOT NULL,
+        updated_at_ms INTEGER NOT NULL,
+        outcome TEXT
+    );
+    CREATE INDEX link_requests_ws ON link_requests(workstation_id, state);",
 ];
 
 pub struct EdgeStore {

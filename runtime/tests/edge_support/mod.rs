@@ -5,12 +5,15 @@
 #![allow(dead_code)]
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use herdr_mcp::edge::clock::ManualClock;
-use herdr_mcp::edge::mcp::NoWorkstations;
+use herdr_mcp::edge::forward::{LinkRouter, local_runtime_contract};
+use herdr_mcp::edge::link_hub::LinkHub;
+use herdr_mcp::edge::link_hub_auth::{DeviceInfo, LinkAuthError, LinkAuthenticator};
+use herdr_mcp::edge::mcp::{NoWorkstations, WorkstationRouter};
 use herdr_mcp::edge::store::EdgeStore;
 use herdr_mcp::edge::{EdgeConfig, EdgeState, connectors};
 use serde_json::{Value, json};
@@ -172,6 +175,16 @@ pub const T0: i64 = 1_800_000_000_000;
 
 impl InProc {
     pub async fn start() -> Self {
+        Self::start_inner(None).await.0
+    }
+
+    /// An edge whose `/mcp` forwards over workstation links authenticated by `auth`.
+    pub async fn start_linked(auth: Arc<dyn LinkAuthenticator>) -> (Self, Arc<LinkHub>) {
+        let (edge, hub) = Self::start_inner(Some(auth)).await;
+        (edge, hub.expect("a linked edge has a hub"))
+    }
+
+    async fn start_inner(auth: Option<Arc<dyn LinkAuthenticator>>) -> (Self, Option<Arc<LinkHub>>) {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("edge");
         EdgeStore::init(&dir).unwrap();
@@ -179,18 +192,27 @@ impl InProc {
         let store = Arc::new(EdgeStore::open(&dir, Arc::new(clock.clone())).unwrap());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let issuer = format!("http://{}", listener.local_addr().unwrap());
+        let (router, hub): (Arc<dyn WorkstationRouter>, Option<Arc<LinkHub>>) = match auth {
+            None => (Arc::new(NoWorkstations), None),
+            Some(auth) => {
+                let (catalog, contract) = local_runtime_contract();
+                let hub = LinkHub::new(auth, contract);
+                (Arc::new(LinkRouter::new(Arc::clone(&hub), Arc::clone(&store), catalog)), Some(hub))
+            }
+        };
         let state = Arc::new(EdgeState {
             config: EdgeConfig::new(&issuer).unwrap(),
             store: Arc::clone(&store),
-            router: Arc::new(NoWorkstations),
+            router,
             allow_loopback_cimd: false,
         });
         let shutdown = CancellationToken::new();
         let stop = shutdown.clone();
+        let app = herdr_mcp::edge::http::router_with_links(state, hub.clone());
         tokio::spawn(async move {
-            axum::serve(listener, herdr_mcp::edge::http::router(state)).with_graceful_shutdown(stop.cancelled_owned()).await.ok();
+            axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned()).await.ok();
         });
-        Self { http: Http::new(&issuer), clock, store, issuer, shutdown, _tmp: tmp }
+        (Self { http: Http::new(&issuer), clock, store, issuer, shutdown, _tmp: tmp }, hub)
     }
 
     pub async fn register(&self, body: Value) -> Resp {
@@ -283,5 +305,45 @@ impl InProc {
         let v = r.json();
         let connector = connectors::list(&self.store).unwrap()[0].connector_id.clone();
         (c, Tokens { access: v["access_token"].as_str().unwrap().into(), refresh: v["refresh_token"].as_str().unwrap().into() }, connector)
+    }
+}
+
+/// A device registry held in memory: (device, secret) pairs the test controls.
+#[derive(Default)]
+pub struct TestDevices(Mutex<Vec<(DeviceInfo, String)>>);
+
+impl TestDevices {
+    pub fn add(&self, device_id: &str, name: &str, secret: &str) {
+        let d = DeviceInfo {
+            device_id: device_id.into(),
+            workstation_id: device_id.into(),
+            name: name.into(),
+            authorization: "active".into(),
+            scheduling: "enabled".into(),
+        };
+        self.0.lock().unwrap().push((d, secret.into()));
+    }
+
+    pub fn set_authorization(&self, device_id: &str, authorization: &str) {
+        for (d, _) in self.0.lock().unwrap().iter_mut().filter(|(d, _)| d.device_id == device_id) {
+            d.authorization = authorization.into();
+        }
+    }
+}
+
+impl LinkAuthenticator for TestDevices {
+    fn verify_link(&self, workstation_id: &str, secret: &str) -> Result<DeviceInfo, LinkAuthError> {
+        let devices = self.0.lock().unwrap();
+        let (d, s) = devices.iter().find(|(d, _)| d.workstation_id == workstation_id).ok_or(LinkAuthError::NotFound)?;
+        match d.authorization.as_str() {
+            "revoked" => Err(LinkAuthError::Revoked),
+            "suspended" => Err(LinkAuthError::Suspended),
+            _ if s != secret => Err(LinkAuthError::Rejected),
+            _ => Ok(d.clone()),
+        }
+    }
+
+    fn list_devices(&self) -> Result<Vec<DeviceInfo>, String> {
+        Ok(self.0.lock().unwrap().iter().map(|(d, _)| d.clone()).collect())
     }
 }

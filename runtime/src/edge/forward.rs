@@ -1,0 +1,231 @@
+//! [`LinkRouter`]: the real [`WorkstationRouter`] — routes a public `/mcp` tool
+//! call to one device's link and turns the answer (or its absence) into a
+//! `CallToolResult`.
+//!
+//! Reads are tracked in memory only. Mutations get a durable row before their
+//! frame is queued ([`super::forward_pending`]); the edge never sends a request
+//! twice, so when a link drops after sending, the caller gets
+//! `delivery_uncertain` and must verify before repeating a change.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::{Map, Value};
+
+use super::forward_errors::Failure;
+use super::forward_pending::{self, PendingError};
+use super::forward_route::{resolve, take_selectors};
+use super::link_hub::{LinkHub, Outcome};
+use super::mcp::WorkstationRouter;
+use super::relay::{self, Cancel, DeliveryState, Frame, ToolRequest};
+use super::secrets::random_hex;
+use super::store::EdgeStore;
+use super::token::Principal;
+
+/// Tools that change nothing; everything else is a mutation (spec §8 step 4).
+pub const READ_TOOLS: &[&str] =
+    &["herdr_inspect", "herdr_since", "herdr_methods", "herdr_skill", "herdr_fs_list", "herdr_fs_grep", "herdr_fs_read"];
+/// How long a call waits for a link that is reconnecting.
+pub const RECONNECT_GRACE: Duration = Duration::from_secs(2);
+pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+/// Clamp of a call's `timeout_ms` argument (spec §8: 1–60 s).
+pub const MIN_CALL_TIMEOUT_MS: u64 = 1_000;
+pub const MAX_CALL_TIMEOUT_MS: u64 = 60_000;
+/// Extra wait past the timeout the link was given, for its answer to travel back.
+const ANSWER_SLACK: Duration = Duration::from_secs(2);
+
+pub struct LinkRouter {
+    hub: Arc<LinkHub>,
+    store: Arc<EdgeStore>,
+    catalog: Vec<Value>,
+}
+
+impl LinkRouter {
+    /// `catalog`: the runtime tool catalog whose contract the hub accepts.
+    pub fn new(hub: Arc<LinkHub>, store: Arc<EdgeStore>, catalog: Vec<Value>) -> Self {
+        Self { hub, store, catalog }
+    }
+
+    pub fn hub(&self) -> &Arc<LinkHub> {
+        &self.hub
+    }
+
+    async fn call(&self, name: &str, arguments: Value) -> Result<Value, Failure> {
+        let mut args = match arguments {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        let (selector, ref_device) = take_selectors(&mut args)?;
+        let devices = self
+            .hub
+            .authenticator()
+            .list_devices()
+            .map_err(|e| Failure::new("device_registry_unavailable", e, true, DeliveryState::NotDelivered))?;
+        let route = resolve(&devices, selector.as_deref(), ref_device.as_deref(), |ws| self.hub.link(ws).is_some())?;
+        let ws = route.device.workstation_id.clone();
+        let Some(conn) = self.hub.wait_for_link(&ws, RECONNECT_GRACE).await else {
+            return Err(Failure::offline(&ws));
+        };
+        let is_read = READ_TOOLS.contains(&name);
+        let timeout_ms = args
+            .get("timeout_ms")
+            .and_then(Value::as_u64)
+            .unwrap_or(DEFAULT_TIMEOUT_MS)
+            .clamp(MIN_CALL_TIMEOUT_MS, MAX_CALL_TIMEOUT_MS);
+        let request_id = random_hex::<16>();
+        let idempotency_key = args.get("idempotency_key").and_then(Value::as_str).map(str::to_string);
+        let (epoch, hash) = self.hub.runtime_contract.clone();
+        let frame = Frame::ToolRequest(ToolRequest {
+            workstation_id: ws.clone(),
+            request_id: request_id.clone(),
+            operation: name.to_string(),
+            arguments: Some(Value::Object(args)),
+            // The link's own budget leaves it time to report a local timeout.
+            timeout_ms: Some(timeout_ms.max(relay::MIN_TIMEOUT_MS)),
+            contract_epoch: Some(epoch),
+            contract_hash: Some(hash),
+            idempotency_key: idempotency_key.clone(),
+            trace: Some(route.reason.to_string()),
+        })
+        .encode();
+        let fail = |f: Failure| f.on(&ws).request(&request_id);
+        if frame.len() > relay::MAX_LINK_INBOUND {
+            return Err(fail(Failure::refused(
+                "payload_too_large",
+                format!("the request is {} bytes; a link accepts at most {}", frame.len(), relay::MAX_LINK_INBOUND),
+            )));
+        }
+        if !is_read {
+            match forward_pending::record_sent(&self.store, &request_id, &ws, name, idempotency_key.as_deref()) {
+                Ok(()) => {}
+                Err(PendingError::Full(m)) => return Err(fail(Failure::refused("edge_capacity_exceeded", m))),
+                Err(PendingError::Sqlite(e)) => {
+                    tracing::error!("cannot record pending {name} for {ws}: {e}");
+                    return Err(fail(Failure::refused("internal_error", "the edge could not record the request")));
+                }
+            }
+        }
+        let finish = |state: &str, outcome: &str| {
+            if !is_read && let Err(e) = forward_pending::finish(&self.store, &request_id, state, outcome) {
+                tracing::error!("cannot settle pending request {request_id}: {e}");
+            }
+        };
+        let Some(rx) = conn.send_request(&request_id, frame) else {
+            finish("not_delivered", "link_gone_before_send");
+            return Err(fail(Failure::new(
+                "workstation_reconnecting",
+                "the link closed before the request could be sent",
+                true,
+                DeliveryState::NotDelivered,
+            )));
+        };
+        let wait = Duration::from_millis(timeout_ms) + ANSWER_SLACK;
+        match tokio::time::timeout(wait, rx).await {
+            Ok(Ok(Outcome::Result(r))) => {
+                finish("settled", "tool_result");
+                Ok(call_tool_result(r.result.unwrap_or(Value::Null)))
+            }
+            Ok(Ok(Outcome::Error(e))) => {
+                finish("settled", &e.code);
+                let state = e.delivery_state.unwrap_or(DeliveryState::Delivered);
+                let mut f = Failure::new(&e.code, e.message.unwrap_or_else(|| e.code.clone()), e.retryable, state);
+                if let Some(d) = e.details {
+                    f = f.with_details(d);
+                }
+                Err(fail(f))
+            }
+            Ok(Ok(Outcome::Dropped { revoked: true })) => {
+                finish("uncertain", "link_auth_failed");
+                Err(fail(Failure::new("link_auth_failed", "the device was revoked while the request was in flight", false, DeliveryState::DeliveryUnknown)))
+            }
+            Ok(Ok(Outcome::Dropped { revoked: false })) | Ok(Err(_)) => {
+                finish("uncertain", "link_lost");
+                Err(fail(Failure::new(
+                    "delivery_uncertain",
+                    if is_read {
+                        "the link dropped after the request was sent; it is safe to repeat this read"
+                    } else {
+                        "the link dropped after the change was sent; it may or may not have happened, so check before repeating it"
+                    },
+                    is_read,
+                    DeliveryState::DeliveryUnknown,
+                )))
+            }
+            Err(_) => {
+                conn.forget(&request_id);
+                conn.send(&Frame::Cancel(Cancel { workstation_id: ws.clone(), request_id: request_id.clone(), reason: Some("timeout".into()) }));
+                finish("uncertain", "request_timeout");
+                Err(fail(Failure::new(
+                    "request_timeout",
+                    format!("no answer within {} ms", wait.as_millis()),
+                    is_read,
+                    DeliveryState::DeliveryUnknown,
+                )))
+            }
+        }
+    }
+}
+
+/// The runtime's `CallToolResult`, passed through, with `structuredContent`
+/// added from its JSON text when the runtime gave none (only the edge emits it).
+fn call_tool_result(result: Value) -> Value {
+    let Value::Object(mut r) = result else {
+        return Failure::new("invalid_edge_response", "the link returned no tool result", false, DeliveryState::Delivered).result();
+    };
+    if !r.contains_key("structuredContent")
+        && let Some(text) = r.get("content").and_then(|c| c.get(0)).and_then(|c| c.get("text")).and_then(Value::as_str)
+        && let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(text)
+    {
+        r.insert("structuredContent".into(), v);
+    }
+    Value::Object(r)
+}
+
+impl WorkstationRouter for LinkRouter {
+    fn runtime_catalog(&self) -> Option<Vec<Value>> {
+        Some(self.catalog.clone())
+    }
+
+    fn devices(&self) -> Vec<Value> {
+        self.hub.device_rows().unwrap_or_else(|e| {
+            tracing::error!("device registry unreadable: {e}");
+            Vec::new()
+        })
+    }
+
+    fn forward<'a>(&'a self, _principal: &'a Principal, name: &'a str, arguments: Value) -> BoxFuture<'a, Value> {
+        Box::pin(async move { self.call(name, arguments).await.unwrap_or_else(|f| f.result()) })
+    }
+}
+
+/// The runtime catalog and contract this build serves: what the edge offers
+/// publicly and what a link's hello must match.
+pub fn local_runtime_contract() -> (Vec<Value>, (u32, String)) {
+    let catalog = crate::tools::ToolRegistry::standard().catalog();
+    let hash = crate::contract::contract_hash(&catalog).unwrap_or_default();
+    (catalog, (crate::contract::CONTRACT_EPOCH, hash))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn results_gain_structured_content() {
+        let r = call_tool_result(json!({"content": [{"type": "text", "text": "{\"ok\":true}"}]}));
+        assert_eq!(r["structuredContent"], json!({"ok": true}));
+        let plain = call_tool_result(json!({"content": [{"type": "text", "text": "hello"}]}));
+        assert!(plain.get("structuredContent").is_none());
+        assert_eq!(call_tool_result(Value::Null)["structuredContent"]["code"], "invalid_edge_response");
+    }
+
+    #[test]
+    fn the_local_contract_is_the_runtime_catalog() {
+        let (catalog, (epoch, hash)) = local_runtime_contract();
+        assert_eq!(catalog.len(), 18);
+        assert_eq!(epoch, crate::contract::CONTRACT_EPOCH);
+        assert!(crate::contract::is_valid_hash(&hash));
+    }
+}

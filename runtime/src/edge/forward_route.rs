@@ -1,0 +1,225 @@
+//! Which device runs a call (spec edge.md §8 step 2), in this order: the explicit
+//! `device` argument (a `device_id` or a unique name), else an opaque device ref
+//! in a workspace/pane argument, else the only device with a live link.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde_json::{Map, Value, json};
+
+use super::forward_errors::Failure;
+use super::link_hub_auth::DeviceInfo;
+
+pub const MAX_DEVICE_SELECTOR: usize = 128;
+pub const REF_PREFIX: &str = "herdr_ref_";
+/// Arguments that may carry a device ref, and the id kind each accepts.
+const REF_FIELDS: &[(&str, RefKind)] = &[
+    ("workspace", RefKind::Workspace),
+    ("workspace_id", RefKind::Workspace),
+    ("pane", RefKind::Pane),
+    ("pane_id", RefKind::Pane),
+    ("target", RefKind::Either),
+];
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum RefKind {
+    Workspace,
+    Pane,
+    Either,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    pub device: DeviceInfo,
+    /// `explicit_device`, `device_ref` or `single_available_device`.
+    pub reason: &'static str,
+}
+
+/// A device ref: `herdr_ref_` + base64url of `{"v":1,"d":device_id,"w"|"p":id}`.
+pub fn make_ref(device_id: &str, workspace: Option<&str>, pane: Option<&str>) -> String {
+    let mut body = json!({"v": 1, "d": device_id});
+    if let Some(w) = workspace {
+        body["w"] = json!(w);
+    }
+    if let Some(p) = pane {
+        body["p"] = json!(p);
+    }
+    format!("{REF_PREFIX}{}", URL_SAFE_NO_PAD.encode(body.to_string()))
+}
+
+/// (device_id, inner id, is_pane) of a ref, or why it is not one.
+fn parse_ref(s: &str) -> Result<(String, String, bool), String> {
+    let raw = s.strip_prefix(REF_PREFIX).ok_or("not a ref")?;
+    let bytes = URL_SAFE_NO_PAD.decode(raw).map_err(|_| "device ref is not base64url".to_string())?;
+    let v: Value = serde_json::from_slice(&bytes).map_err(|_| "device ref is not JSON".to_string())?;
+    let obj = v.as_object().ok_or("device ref is not an object")?;
+    if obj.get("v") != Some(&json!(1)) || obj.keys().any(|k| !matches!(k.as_str(), "v" | "d" | "w" | "p")) {
+        return Err("device ref has an unknown version or field".into());
+    }
+    let d = obj.get("d").and_then(Value::as_str).ok_or("device ref names no device")?;
+    match (obj.get("w").and_then(Value::as_str), obj.get("p").and_then(Value::as_str)) {
+        (Some(w), None) if is_workspace_id(w) => Ok((d.into(), w.into(), false)),
+        (None, Some(p)) if p.split_once(':').is_some_and(|(w, p)| is_workspace_id(w) && p.starts_with('p') && p.len() > 1) => {
+            Ok((d.into(), p.into(), true))
+        }
+        _ => Err("device ref must carry exactly one workspace id or pane id".into()),
+    }
+}
+
+fn is_workspace_id(w: &str) -> bool {
+    w.len() > 1 && w.starts_with('w') && w[1..].bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Takes the `device` selector out of `args` and unwraps refs in place; returns
+/// the selector and the device the refs name (all refs must agree).
+pub fn take_selectors(args: &mut Map<String, Value>) -> Result<(Option<String>, Option<String>), Failure> {
+    let selector = match args.remove("device") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if !s.is_empty() && s.chars().count() <= MAX_DEVICE_SELECTOR => Some(s),
+        Some(_) => {
+            return Err(Failure::refused("invalid_params", format!("device must be a string of 1..={MAX_DEVICE_SELECTOR} characters")));
+        }
+    };
+    let mut ref_device: Option<String> = None;
+    for (field, kind) in REF_FIELDS {
+        let Some(Value::String(s)) = args.get(*field) else { continue };
+        if !s.starts_with(REF_PREFIX) {
+            continue;
+        }
+        let (device, inner, is_pane) = parse_ref(s).map_err(|m| Failure::refused("invalid_params", format!("{field}: {m}")))?;
+        let fits = match kind {
+            RefKind::Workspace => !is_pane,
+            RefKind::Pane => is_pane,
+            RefKind::Either => true,
+        };
+        if !fits {
+            return Err(Failure::refused("invalid_params", format!("{field} got a ref of the wrong kind")));
+        }
+        if ref_device.as_ref().is_some_and(|d| *d != device) {
+            return Err(Failure::refused("device_ref_conflict", "the arguments carry refs of different devices"));
+        }
+        ref_device = Some(device);
+        args.insert((*field).into(), Value::String(inner));
+    }
+    Ok((selector, ref_device))
+}
+
+fn usable(d: &DeviceInfo) -> Result<(), Failure> {
+    match d.authorization.as_str() {
+        "revoked" => Err(Failure::refused("device_revoked", format!("device {} was revoked", d.device_id))),
+        "suspended" => Err(Failure::refused("device_suspended", format!("device {} is suspended", d.device_id))),
+        "active" if d.scheduling != "enabled" => Err(Failure::refused("device_paused", format!("device {} is paused", d.device_id))),
+        "active" => Ok(()),
+        other => Err(Failure::refused("device_unavailable", format!("device {} is {other}", d.device_id))),
+    }
+}
+
+/// Resolves the route. `online` tells whether a workstation has a live link.
+pub fn resolve(
+    devices: &[DeviceInfo],
+    selector: Option<&str>,
+    ref_device: Option<&str>,
+    online: impl Fn(&str) -> bool,
+) -> Result<Route, Failure> {
+    if let Some(sel) = selector {
+        let by_id: Vec<&DeviceInfo> = devices.iter().filter(|d| d.device_id == sel).collect();
+        let matches: Vec<&DeviceInfo> =
+            if by_id.is_empty() { devices.iter().filter(|d| d.name == sel && d.authorization != "revoked").collect() } else { by_id };
+        let device = match matches.as_slice() {
+            [] => return Err(Failure::refused("device_not_found", format!("no device is called {sel:?}; see herdr_devices"))),
+            [one] => *one,
+            many => {
+                let ids: Vec<&str> = many.iter().map(|d| d.device_id.as_str()).collect();
+                return Err(Failure::refused("device_ambiguous", format!("several devices are called {sel:?}; pass a device_id"))
+                    .with_details(json!({"candidates": ids})));
+            }
+        };
+        if ref_device.is_some_and(|r| r != device.device_id) {
+            return Err(Failure::refused("device_ref_conflict", "the device argument and the ref name different devices"));
+        }
+        usable(device)?;
+        return Ok(Route { device: device.clone(), reason: "explicit_device" });
+    }
+    if let Some(r) = ref_device {
+        let device = devices
+            .iter()
+            .find(|d| d.device_id == r)
+            .ok_or_else(|| Failure::refused("device_not_found", format!("the ref names device {r}, which is not enrolled")))?;
+        usable(device)?;
+        return Ok(Route { device: device.clone(), reason: "device_ref" });
+    }
+    let enrolled: Vec<&DeviceInfo> = devices.iter().filter(|d| usable(d).is_ok()).collect();
+    let live: Vec<&DeviceInfo> = enrolled.iter().copied().filter(|d| online(&d.workstation_id)).collect();
+    match (live.as_slice(), enrolled.as_slice()) {
+        ([one], _) => Ok(Route { device: (*one).clone(), reason: "single_available_device" }),
+        ([], []) => Err(Failure::refused("device_not_found", "no device is enrolled with this edge")),
+        // One enrolled device that is offline: name it, so the answer is "offline".
+        ([], [one]) => Ok(Route { device: (*one).clone(), reason: "single_available_device" }),
+        ([], _) => Err(Failure::new("workstation_offline", "no enrolled device has a live link", true, super::relay::DeliveryState::NotDelivered)),
+        (many, _) => {
+            let ids: Vec<&str> = many.iter().map(|d| d.device_id.as_str()).collect();
+            Err(Failure::refused("device_ambiguous", "several devices are online; pass device (see herdr_devices)")
+                .with_details(json!({"candidates": ids})))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dev(id: &str, name: &str, auth: &str) -> DeviceInfo {
+        DeviceInfo { device_id: id.into(), workstation_id: id.into(), name: name.into(), authorization: auth.into(), scheduling: "enabled".into() }
+    }
+
+    #[test]
+    fn explicit_then_ref_then_single() {
+        let devs = vec![dev("dev_a", "laptop", "active"), dev("dev_b", "desk", "active"), dev("dev_c", "desk", "active"), dev("dev_r", "old", "revoked")];
+        let all_online = |_: &str| true;
+        assert_eq!(resolve(&devs, Some("dev_a"), None, all_online).unwrap().reason, "explicit_device");
+        assert_eq!(resolve(&devs, Some("laptop"), None, all_online).unwrap().device.device_id, "dev_a");
+        assert_eq!(resolve(&devs, Some("desk"), None, all_online).unwrap_err().code, "device_ambiguous");
+        assert_eq!(resolve(&devs, Some("nope"), None, all_online).unwrap_err().code, "device_not_found");
+        assert_eq!(resolve(&devs, Some("dev_r"), None, all_online).unwrap_err().code, "device_revoked");
+        assert_eq!(resolve(&devs, Some("dev_a"), Some("dev_b"), all_online).unwrap_err().code, "device_ref_conflict");
+        assert_eq!(resolve(&devs, None, Some("dev_b"), all_online).unwrap().reason, "device_ref");
+        assert_eq!(resolve(&devs, None, None, all_online).unwrap_err().code, "device_ambiguous");
+        let only_b = |w: &str| w == "dev_b";
+        let r = resolve(&devs, None, None, only_b).unwrap();
+        assert_eq!((r.device.device_id.as_str(), r.reason), ("dev_b", "single_available_device"));
+        assert_eq!(resolve(&devs, None, None, |_: &str| false).unwrap_err().code, "workstation_offline");
+        assert_eq!(resolve(&[], None, None, all_online).unwrap_err().code, "device_not_found");
+        let mut paused = dev("dev_p", "p", "active");
+        paused.scheduling = "paused".into();
+        assert_eq!(resolve(&[paused], Some("dev_p"), None, all_online).unwrap_err().code, "device_paused");
+        assert_eq!(resolve(&[dev("dev_s", "s", "suspended")], Some("s"), None, all_online).unwrap_err().code, "device_suspended");
+    }
+
+    #[test]
+    fn selectors_and_refs() {
+        let mut args = serde_json::from_value::<Map<String, Value>>(json!({
+            "device": "laptop",
+            "workspace": make_ref("dev_a", Some("w1"), None),
+            "pane_id": make_ref("dev_a", None, Some("w1:p2")),
+            "path": "x",
+        }))
+        .unwrap();
+        let (sel, r) = take_selectors(&mut args).unwrap();
+        assert_eq!((sel.as_deref(), r.as_deref()), (Some("laptop"), Some("dev_a")));
+        assert_eq!(Value::Object(args), json!({"workspace": "w1", "pane_id": "w1:p2", "path": "x"}));
+
+        let conflict = json!({"workspace": make_ref("dev_a", Some("w1"), None), "target": make_ref("dev_b", Some("w2"), None)});
+        assert_eq!(take_selectors(&mut serde_json::from_value(conflict).unwrap()).unwrap_err().code, "device_ref_conflict");
+        let wrong_kind = json!({"workspace": make_ref("dev_a", None, Some("w1:p1"))});
+        assert_eq!(take_selectors(&mut serde_json::from_value(wrong_kind).unwrap()).unwrap_err().code, "invalid_params");
+        let garbage = json!({"pane": "herdr_ref_!!"});
+        assert_eq!(take_selectors(&mut serde_json::from_value(garbage).unwrap()).unwrap_err().code, "invalid_params");
+        for bad in [json!(7), json!(""), json!("x".repeat(MAX_DEVICE_SELECTOR + 1))] {
+            let mut a = Map::new();
+            a.insert("device".into(), bad);
+            assert_eq!(take_selectors(&mut a).unwrap_err().code, "invalid_params");
+        }
+        let mut ok = Map::new();
+        ok.insert("device".into(), json!("x".repeat(MAX_DEVICE_SELECTOR)));
+        assert!(take_selectors(&mut ok).is_ok());
+    }
+}

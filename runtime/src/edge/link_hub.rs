@@ -1,0 +1,254 @@
+//! The edge's live workstation links: at most one per workstation, each with its
+//! map of requests awaiting an answer. The socket side lives in
+//! [`super::link_hub_socket`]; forwarding in [`super::forward`].
+//!
+//! A request is registered here *before* its frame is queued, so an answer can
+//! never race ahead of its registration, and when a link ends every request still
+//! waiting is settled at once with [`Outcome::Dropped`] — nothing hangs until its
+//! timeout.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::sync::{Notify, mpsc, oneshot};
+
+use super::link_hub_auth::{DeviceInfo, LinkAuthenticator};
+use super::relay::{self, Frame, Hello, RuntimeIdentity, ToolError, ToolResult};
+
+/// A link silent for this long is shown as `stale` (spec §8: 45 s).
+pub const STALE_AFTER: Duration = Duration::from_secs(45);
+
+/// How a forwarded request ended.
+#[derive(Debug)]
+pub enum Outcome {
+    Result(ToolResult),
+    Error(ToolError),
+    /// The link ended before an answer; `revoked` when its device was revoked.
+    Dropped { revoked: bool },
+}
+
+pub(crate) enum Outbound {
+    Frame(String),
+    Close(u16, String),
+}
+
+/// One accepted link.
+pub struct LinkConn {
+    pub conn_id: u64,
+    pub device: DeviceInfo,
+    pub hello: Hello,
+    out: mpsc::UnboundedSender<Outbound>,
+    pending: Mutex<HashMap<String, oneshot::Sender<Outcome>>>,
+    last_seen: Mutex<Instant>,
+    runtime: Mutex<Option<RuntimeIdentity>>,
+    active_requests: AtomicU32,
+}
+
+impl LinkConn {
+    pub(crate) fn new(conn_id: u64, device: DeviceInfo, hello: Hello, out: mpsc::UnboundedSender<Outbound>) -> Self {
+        let runtime = hello.runtime.clone();
+        Self {
+            conn_id,
+            device,
+            hello,
+            out,
+            pending: Mutex::new(HashMap::new()),
+            last_seen: Mutex::new(Instant::now()),
+            runtime: Mutex::new(runtime),
+            active_requests: AtomicU32::new(0),
+        }
+    }
+
+    /// Registers `request_id`, then queues `frame`. `None` when the link is
+    /// already gone, i.e. the request was certainly not delivered.
+    pub fn send_request(&self, request_id: &str, frame: String) -> Option<oneshot::Receiver<Outcome>> {
+        let (tx, rx) = oneshot::channel();
+        lock(&self.pending).insert(request_id.to_string(), tx);
+        if self.out.send(Outbound::Frame(frame)).is_err() {
+            lock(&self.pending).remove(request_id);
+            return None;
+        }
+        Some(rx)
+    }
+
+    /// Queues a frame that expects no answer (cancel, status query).
+    pub fn send(&self, frame: &Frame) -> bool {
+        self.out.send(Outbound::Frame(frame.encode())).is_ok()
+    }
+
+    pub fn forget(&self, request_id: &str) {
+        lock(&self.pending).remove(request_id);
+    }
+
+    pub(crate) fn close(&self, code: u16, reason: &str) {
+        let _ = self.out.send(Outbound::Close(code, reason.to_string()));
+    }
+
+    pub(crate) fn settle(&self, request_id: &str, outcome: Outcome) {
+        if let Some(tx) = lock(&self.pending).remove(request_id) {
+            let _ = tx.send(outcome);
+        }
+    }
+
+    pub(crate) fn drop_all(&self, revoked: bool) {
+        for (_, tx) in lock(&self.pending).drain() {
+            let _ = tx.send(Outcome::Dropped { revoked });
+        }
+    }
+
+    pub(crate) fn touch(&self) {
+        *lock(&self.last_seen) = Instant::now();
+    }
+
+    pub(crate) fn observe(&self, runtime: Option<RuntimeIdentity>, active_requests: Option<u32>) {
+        if let Some(r) = runtime {
+            *lock(&self.runtime) = Some(r);
+        }
+        if let Some(n) = active_requests {
+            self.active_requests.store(n, Ordering::Relaxed);
+        }
+    }
+
+    pub fn silent_for(&self) -> Duration {
+        lock(&self.last_seen).elapsed()
+    }
+
+    pub fn in_flight(&self) -> usize {
+        lock(&self.pending).len()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // The maps hold no invariant a panic could break halfway.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+pub struct LinkHub {
+    pub(crate) auth: Arc<dyn LinkAuthenticator>,
+    /// The runtime contract a link's hello must advertise: (epoch, hash).
+    pub(crate) runtime_contract: (u32, String),
+    links: Mutex<HashMap<String, Arc<LinkConn>>>,
+    /// Workstations revoked while this process runs; they never link again even
+    /// if the registry answer lags.
+    tombstones: Mutex<HashSet<String>>,
+    next_conn: AtomicU64,
+    changed: Notify,
+}
+
+impl LinkHub {
+    pub fn new(auth: Arc<dyn LinkAuthenticator>, runtime_contract: (u32, String)) -> Arc<Self> {
+        Arc::new(Self {
+            auth,
+            runtime_contract,
+            links: Mutex::new(HashMap::new()),
+            tombstones: Mutex::new(HashSet::new()),
+            next_conn: AtomicU64::new(1),
+            changed: Notify::new(),
+        })
+    }
+
+    pub fn authenticator(&self) -> &dyn LinkAuthenticator {
+        self.auth.as_ref()
+    }
+
+    pub(crate) fn next_conn_id(&self) -> u64 {
+        self.next_conn.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub fn is_tombstoned(&self, workstation_id: &str) -> bool {
+        lock(&self.tombstones).contains(workstation_id)
+    }
+
+    /// Makes `conn` the workstation's link; an older one is retired (spec §8: a
+    /// newer socket retires the older), and its waiting requests are dropped.
+    pub(crate) fn register(&self, conn: Arc<LinkConn>) {
+        let old = lock(&self.links).insert(conn.device.workstation_id.clone(), conn);
+        if let Some(old) = old {
+            old.close(relay::close::SUPERSEDED, "a newer link of this workstation took over");
+            old.drop_all(false);
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// Removes `conn` if it is still the current link of its workstation.
+    pub(crate) fn unregister(&self, conn: &LinkConn) {
+        let mut links = lock(&self.links);
+        if links.get(&conn.device.workstation_id).is_some_and(|c| c.conn_id == conn.conn_id) {
+            links.remove(&conn.device.workstation_id);
+        }
+        drop(links);
+        conn.drop_all(false);
+        self.changed.notify_waiters();
+    }
+
+    pub fn link(&self, workstation_id: &str) -> Option<Arc<LinkConn>> {
+        lock(&self.links).get(workstation_id).cloned()
+    }
+
+    /// The workstation's link, waiting up to `grace` for one to (re)connect.
+    pub async fn wait_for_link(&self, workstation_id: &str, grace: Duration) -> Option<Arc<LinkConn>> {
+        let deadline = tokio::time::Instant::now() + grace;
+        loop {
+            let notified = self.changed.notified();
+            if let Some(c) = self.link(workstation_id) {
+                return Some(c);
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return self.link(workstation_id);
+            }
+        }
+    }
+
+    /// Revocation notice from the device registry: closes the link with 4401,
+    /// settles its in-flight work as `link_auth_failed` and refuses it from now on.
+    pub fn revoke(&self, workstation_id: &str) {
+        lock(&self.tombstones).insert(workstation_id.to_string());
+        let conn = lock(&self.links).remove(workstation_id);
+        if let Some(conn) = conn {
+            conn.close(relay::close::DEVICE_REVOKED, "device revoked");
+            conn.drop_all(true);
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// Closes every link (edge shutdown).
+    pub fn close_all(&self) {
+        let all: Vec<Arc<LinkConn>> = lock(&self.links).drain().map(|(_, c)| c).collect();
+        for c in all {
+            c.close(relay::close::GOING_AWAY, "the edge is shutting down");
+            c.drop_all(false);
+        }
+    }
+
+    /// Rows of `herdr_devices`: the registry joined with the live links.
+    pub fn device_rows(&self) -> Result<Vec<Value>, String> {
+        let devices = self.auth.list_devices()?;
+        Ok(devices
+            .into_iter()
+            .map(|d| {
+                let link = self.link(&d.workstation_id);
+                let connection = match &link {
+                    None => "offline",
+                    Some(c) if c.silent_for() > STALE_AFTER => "stale",
+                    Some(_) => "online",
+                };
+                let runtime = link.as_ref().and_then(|c| lock(&c.runtime).clone());
+                json!({
+                    "device_id": d.device_id,
+                    "name": d.name,
+                    "authorization": d.authorization,
+                    "scheduling": d.scheduling,
+                    "connection": connection,
+                    "health": if link.is_some() { "ok" } else { "unknown" },
+                    "runtime_version": runtime.as_ref().map(|r| r.runtime_version.clone()),
+                    "runtime_generation": runtime.as_ref().and_then(|r| r.runtime_generation.clone()),
+                    "last_seen_ago_ms": link.as_ref().map(|c| c.silent_for().as_millis() as u64),
+                    "active_requests": link.as_ref().map(|c| c.in_flight()).unwrap_or(0),
+                })
+            })
+            .collect())
+    }
+}

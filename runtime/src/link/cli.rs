@@ -1,0 +1,77 @@
+//! `herdr-mcp link` arguments. The device secret comes from a file or the
+//! environment, never from argv, where other users could read it.
+
+use std::path::PathBuf;
+
+use tokio_util::sync::CancellationToken;
+
+use super::LinkConfig;
+
+#[derive(clap::Args, Debug)]
+pub struct LinkArgs {
+    /// The edge's public base URL, e.g. https://edge.example.com
+    #[arg(long, env = "HERDR_LINK_EDGE")]
+    pub edge: String,
+    /// This device's workstation id (its dev_… id for paired devices)
+    #[arg(long, env = "HERDR_LINK_WORKSTATION_ID")]
+    pub workstation_id: String,
+    /// File holding the device secret (must not be readable by others); else
+    /// $HERDR_LINK_SECRET
+    #[arg(long, value_name = "FILE", env = "HERDR_LINK_CREDENTIAL_FILE")]
+    pub credential_file: Option<PathBuf>,
+    /// The local runtime's Unix socket [default: as `serve`]
+    #[arg(long, value_name = "PATH", env = crate::server::config::SOCKET_ENV)]
+    pub socket: Option<PathBuf>,
+    /// Device name offered on first registration
+    #[arg(long)]
+    pub name: Option<String>,
+}
+
+fn read_secret(file: Option<&PathBuf>) -> anyhow::Result<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let secret = match file {
+        Some(f) => {
+            let meta = std::fs::metadata(f).map_err(|e| anyhow::anyhow!("cannot read the credential file {}: {e}", f.display()))?;
+            if meta.permissions().mode() & 0o077 != 0 {
+                anyhow::bail!("the credential file {} is readable by others; make it 0600", f.display());
+            }
+            std::fs::read_to_string(f).map_err(|e| anyhow::anyhow!("cannot read the credential file {}: {e}", f.display()))?
+        }
+        None => std::env::var("HERDR_LINK_SECRET")
+            .map_err(|_| anyhow::anyhow!("no device secret: pass --credential-file or set HERDR_LINK_SECRET"))?,
+    };
+    let secret = secret.trim().to_string();
+    if secret.is_empty() {
+        anyhow::bail!("the device secret is empty");
+    }
+    Ok(secret)
+}
+
+pub fn run_link(args: LinkArgs) -> anyhow::Result<()> {
+    let env = |n: &str| std::env::var(n).ok();
+    let socket = match args.socket {
+        Some(s) => s,
+        None => crate::server::config::default_socket_path(env("XDG_CONFIG_HOME").as_deref(), env("HOME").as_deref())?,
+    };
+    let cfg = LinkConfig {
+        edge: args.edge,
+        workstation_id: args.workstation_id,
+        secret: read_secret(args.credential_file.as_ref())?,
+        socket,
+        name: args.name,
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("HERDR_MCP_LOG").unwrap_or_else(|_| "info".into()))
+        .try_init();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| anyhow::anyhow!("cannot start the async runtime: {e}"))?;
+    rt.block_on(async move {
+        let stop = CancellationToken::new();
+        crate::server::cancel_on_signals(stop.clone())?;
+        super::run(cfg, stop).await.map_err(|reason| anyhow::anyhow!("link stopped: {reason}"))
+    })
+}

@@ -1,0 +1,71 @@
+//! `herdr-mcp link`: the workstation side of the edge link. Holds one outbound
+//! WebSocket to the edge's `/ws/<workstation_id>` (Relay protocol v1, see
+//! [`crate::edge::relay`]) and answers each `tool_request` by calling the local
+//! runtime over its Unix socket.
+//!
+//! Reconnects with exponential backoff; stops for good when the edge refuses the
+//! credential or closes with 4401 (device revoked), since retrying could never
+//! succeed and would only hammer the edge.
+
+pub mod cli;
+pub mod local;
+pub mod session;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use local::LocalRuntime;
+use session::{End, run_session};
+
+pub const MIN_BACKOFF: Duration = Duration::from_millis(500);
+pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+#[derive(Clone)]
+pub struct LinkConfig {
+    /// The edge's base URL (http(s)://host[:port]).
+    pub edge: String,
+    pub workstation_id: String,
+    /// The device secret; sent only inside the WebSocket handshake.
+    pub secret: String,
+    pub socket: PathBuf,
+    /// Offered as the device name on first registration.
+    pub name: Option<String>,
+}
+
+impl std::fmt::Debug for LinkConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LinkConfig")
+            .field("edge", &self.edge)
+            .field("workstation_id", &self.workstation_id)
+            .field("socket", &self.socket)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Links until `stop` (Ok) or a fatal refusal (Err with the reason).
+pub async fn run(cfg: LinkConfig, stop: CancellationToken) -> Result<(), String> {
+    crate::edge::relay::check_id("workstation id", &cfg.workstation_id, crate::edge::relay::MAX_WORKSTATION_ID)?;
+    let local = LocalRuntime::new(cfg.socket.clone());
+    let started = Instant::now();
+    let boot_id = crate::edge::secrets::random_hex::<8>();
+    let mut backoff = MIN_BACKOFF;
+    loop {
+        match run_session(&cfg, &local, &boot_id, started, &stop).await {
+            End::Stopped => return Ok(()),
+            End::Fatal(reason) => return Err(reason),
+            End::Retry { reason, linked } => {
+                if linked {
+                    backoff = MIN_BACKOFF;
+                }
+                tracing::warn!("link interrupted: {reason}; retrying in {} ms", backoff.as_millis());
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {}
+                    _ = stop.cancelled() => return Ok(()),
+                }
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+        }
+    }
+}

@@ -1,0 +1,314 @@
+//! One connection of the link: connect, `hello`, then serve `tool_request`s
+//! against the local runtime until the socket ends. [`super::run`] reconnects.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use futures::{SinkExt, StreamExt};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::HeaderValue;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+use tokio_util::sync::CancellationToken;
+
+use super::LinkConfig;
+use super::local::LocalRuntime;
+use crate::edge::link_hub_auth::auth_subprotocol;
+use crate::edge::relay::{
+    self, CancelAck, Frame, FrameError, Heartbeat, Hello, RuntimeIdentity, Sender, Status, ToolError, ToolRequest, ToolResult, close,
+};
+
+pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(30);
+/// The link gives up on a silent edge after this long (spec §8: 90 s).
+pub const EDGE_SILENCE: Duration = Duration::from_secs(90);
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How a session ended, which decides what [`super::run`] does next.
+#[derive(Debug)]
+pub enum End {
+    /// Try again after a backoff; `linked` when a hello was accepted first.
+    Retry { reason: String, linked: bool },
+    /// Never retry with this credential (revoked, rejected, misconfigured).
+    Fatal(String),
+    /// Shutdown was asked for.
+    Stopped,
+}
+
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+fn ws_url(cfg: &LinkConfig) -> Result<String, String> {
+    let base = cfg.edge.trim_end_matches('/');
+    let rest = if let Some(r) = base.strip_prefix("https://") {
+        format!("wss://{r}")
+    } else if let Some(r) = base.strip_prefix("http://") {
+        format!("ws://{r}")
+    } else {
+        return Err(format!("--edge {base:?} must start with http:// or https://"));
+    };
+    Ok(format!("{rest}/ws/{}", cfg.workstation_id))
+}
+
+/// Reads the edge's refusal of an upgrade (a JSON `code`) into an [`End`].
+fn refused(status: u16, body: Option<&[u8]>) -> End {
+    let code = body
+        .and_then(|b| serde_json::from_slice::<Value>(b).ok())
+        .and_then(|v| v.get("code").and_then(Value::as_str).map(str::to_string))
+        .unwrap_or_else(|| "unknown".into());
+    match status {
+        401 | 403 => End::Fatal(format!("the edge refused the link credential ({status} {code})")),
+        400 | 404 => End::Fatal(format!("the edge refused the link request ({status} {code})")),
+        _ => End::Retry { reason: format!("the edge answered {status} {code}"), linked: false },
+    }
+}
+
+type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn connect(cfg: &LinkConfig) -> Result<Ws, End> {
+    let url = ws_url(cfg).map_err(End::Fatal)?;
+    let mut req = url.as_str().into_client_request().map_err(|e| End::Fatal(format!("bad edge URL {url}: {e}")))?;
+    let protocols = format!("{}, {}", relay::SUBPROTOCOL, auth_subprotocol(&cfg.secret));
+    let value = HeaderValue::from_str(&protocols).map_err(|_| End::Fatal("the link credential is not printable".into()))?;
+    req.headers_mut().insert("sec-websocket-protocol", value);
+    if let Some(name) = &cfg.name {
+        use base64::Engine;
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(name.as_bytes());
+        if let Ok(v) = HeaderValue::from_str(&b64) {
+            req.headers_mut().insert("x-herdr-device-name-b64", v);
+        }
+    }
+    // Room above the protocol limit: an oversized frame is read, then refused with 1009.
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(4 * relay::MAX_LINK_INBOUND))
+        .max_frame_size(Some(4 * relay::MAX_LINK_INBOUND));
+    let attempt = tokio_tungstenite::connect_async_with_config(req, Some(config), true);
+    match tokio::time::timeout(HANDSHAKE_TIMEOUT, attempt).await {
+        Err(_) => Err(End::Retry { reason: "the edge did not complete the handshake within 10 s".into(), linked: false }),
+        Ok(Err(WsError::Http(resp))) => Err(refused(resp.status().as_u16(), resp.body().as_deref())),
+        Ok(Err(e)) => Err(End::Retry { reason: format!("cannot reach the edge at {url}: {e}"), linked: false }),
+        Ok(Ok((ws, resp))) => {
+            let chosen = resp.headers().get("sec-websocket-protocol").and_then(|v| v.to_str().ok());
+            if chosen != Some(relay::SUBPROTOCOL) {
+                return Err(End::Fatal(format!("the edge chose subprotocol {chosen:?}, not {}", relay::SUBPROTOCOL)));
+            }
+            Ok(ws)
+        }
+    }
+}
+
+async fn close_ws(ws: &mut Ws, code: u16, reason: &str) {
+    let frame = CloseFrame { code: CloseCode::from(code), reason: reason.chars().take(120).collect::<String>().into() };
+    let _ = ws.send(Message::Close(Some(frame))).await;
+}
+
+/// Sends hello and waits for a successful hello_ack.
+async fn handshake(ws: &mut Ws, cfg: &LinkConfig, boot_id: &str, runtime: RuntimeIdentity) -> Result<(), End> {
+    let hello = Frame::Hello(Hello {
+        workstation_id: cfg.workstation_id.clone(),
+        boot_id: boot_id.to_string(),
+        link_version: env!("CARGO_PKG_VERSION").into(),
+        connected_at_ms: Some(now_ms()),
+        capabilities: vec!["cancel".into(), "status".into()],
+        runtime: Some(runtime),
+    });
+    let lost = |reason: String| End::Retry { reason, linked: false };
+    ws.send(Message::Text(hello.encode().into())).await.map_err(|e| lost(format!("hello not sent: {e}")))?;
+    let answer = tokio::time::timeout(HANDSHAKE_TIMEOUT, ws.next()).await.map_err(|_| lost("no hello_ack within 10 s".into()))?;
+    match answer {
+        Some(Ok(Message::Text(t))) => match Frame::decode(t.as_str(), Sender::Edge, relay::MAX_LINK_INBOUND) {
+            Ok(Frame::HelloAck(a)) if a.ok => Ok(()),
+            Ok(Frame::HelloAck(a)) => {
+                let code = a.code.unwrap_or_default();
+                let msg = format!("the edge refused the hello: {code}: {}", a.message.unwrap_or_default());
+                // A contract mismatch may heal when either side is upgraded.
+                if code == "contract_mismatch" { Err(lost(msg)) } else { Err(End::Fatal(msg)) }
+            }
+            Ok(other) => Err(lost(format!("expected hello_ack, got {}", other.kind()))),
+            Err(e) => {
+                close_ws(ws, e.close_code(), &e.to_string()).await;
+                Err(lost(format!("bad hello_ack: {e}")))
+            }
+        },
+        Some(Ok(Message::Close(f))) => Err(closed(f.map(|f| (u16::from(f.code), f.reason.to_string())))),
+        Some(Ok(_)) => Err(lost("expected hello_ack".into())),
+        Some(Err(e)) => Err(lost(format!("socket error during hello: {e}"))),
+        None => Err(lost("the edge closed during hello".into())),
+    }
+}
+
+fn closed(frame: Option<(u16, String)>) -> End {
+    match frame {
+        Some((code, reason)) if code == close::DEVICE_REVOKED => End::Fatal(format!("the edge closed the link: device revoked ({reason})")),
+        Some((code, reason)) => End::Retry { reason: format!("the edge closed the link ({code} {reason})"), linked: true },
+        None => End::Retry { reason: "the edge closed the link".into(), linked: true },
+    }
+}
+
+/// One session: connect, hello, serve. Never panics; every exit is an [`End`].
+pub async fn run_session(cfg: &LinkConfig, local: &LocalRuntime, boot_id: &str, started: Instant, stop: &CancellationToken) -> End {
+    let runtime = match local.identity().await {
+        Ok(r) => r,
+        Err(e) => return End::Retry { reason: e.message, linked: false },
+    };
+    let mut ws = tokio::select! {
+        r = connect(cfg) => match r { Ok(ws) => ws, Err(end) => return end },
+        _ = stop.cancelled() => return End::Stopped,
+    };
+    if let Err(end) = handshake(&mut ws, cfg, boot_id, runtime.clone()).await {
+        return end;
+    }
+    tracing::info!(edge = %cfg.edge, workstation = %cfg.workstation_id, "linked");
+    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+    let mut tasks: HashMap<String, AbortHandle> = HashMap::new();
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<String>();
+    let mut heartbeat = tokio::time::interval(HEARTBEAT_EVERY);
+    let mut last_heard = Instant::now();
+    let end = loop {
+        tokio::select! {
+            _ = stop.cancelled() => {
+                close_ws(&mut ws, 1000, "link stopping").await;
+                break End::Stopped;
+            }
+            msg = ws.next() => {
+                last_heard = Instant::now();
+                let text = match msg {
+                    Some(Ok(Message::Text(t))) => t,
+                    Some(Ok(Message::Binary(_))) => {
+                        close_ws(&mut ws, close::UNSUPPORTED_DATA, &FrameError::Binary.to_string()).await;
+                        break End::Retry { reason: "the edge sent a binary frame".into(), linked: true };
+                    }
+                    Some(Ok(Message::Close(f))) => break closed(f.map(|f| (u16::from(f.code), f.reason.to_string()))),
+                    Some(Ok(_)) => continue,
+                    Some(Err(e)) => break End::Retry { reason: format!("socket error: {e}"), linked: true },
+                    None => break End::Retry { reason: "the edge ended the socket".into(), linked: true },
+                };
+                let frame = match Frame::decode(text.as_str(), Sender::Edge, relay::MAX_LINK_INBOUND) {
+                    Ok(f) => f,
+                    Err(e) => {
+                        close_ws(&mut ws, e.close_code(), &e.to_string()).await;
+                        break End::Retry { reason: format!("the edge sent a bad frame: {e}"), linked: true };
+                    }
+                };
+                match frame {
+                    Frame::ToolRequest(req) => {
+                        let id = req.request_id.clone();
+                        let (local, tx, done) = (local.clone(), tx.clone(), done_tx.clone());
+                        let generation = runtime.runtime_generation.clone();
+                        let task_id = id.clone();
+                        let handle = tokio::spawn(async move {
+                            let answer = serve_request(&local, req, generation).await;
+                            let _ = tx.send(answer);
+                            let _ = done.send(task_id);
+                        });
+                        tasks.insert(id, handle.abort_handle());
+                    }
+                    Frame::Cancel(c) => {
+                        let accepted = tasks.remove(&c.request_id).map(|h| h.abort()).is_some();
+                        let ack = Frame::CancelAck(CancelAck {
+                            workstation_id: cfg.workstation_id.clone(),
+                            request_id: c.request_id,
+                            accepted,
+                            cancelled_at_ms: now_ms(),
+                            reason: c.reason,
+                        });
+                        let _ = tx.send(ack.encode());
+                    }
+                    Frame::Status(s) if s.query == Some(true) => {
+                        let status = Frame::Status(Status {
+                            workstation_id: cfg.workstation_id.clone(),
+                            boot_id: Some(boot_id.to_string()),
+                            runtime: Some(runtime.clone()),
+                            healthy: Some(local.identity().await.is_ok()),
+                            active_requests: Some(tasks.len() as u32),
+                            link_uptime_ms: Some(started.elapsed().as_millis() as u64),
+                            sent_at_ms: Some(now_ms()),
+                            ..Default::default()
+                        });
+                        let _ = tx.send(status.encode());
+                    }
+                    Frame::HelloAck(_) => {
+                        close_ws(&mut ws, close::POLICY, "hello_ack was already received").await;
+                        break End::Retry { reason: "the edge repeated hello_ack".into(), linked: true };
+                    }
+                    _ => {}
+                }
+            }
+            Some(text) = rx.recv() => {
+                if let Err(e) = ws.send(Message::Text(text.into())).await {
+                    break End::Retry { reason: format!("send failed: {e}"), linked: true };
+                }
+            }
+            Some(id) = done_rx.recv() => { tasks.remove(&id); }
+            _ = heartbeat.tick() => {
+                if last_heard.elapsed() > EDGE_SILENCE {
+                    close_ws(&mut ws, close::STALE, "the edge has been silent for 90 s").await;
+                    break End::Retry { reason: "the edge went silent".into(), linked: true };
+                }
+                let hb = Frame::Heartbeat(Heartbeat {
+                    workstation_id: cfg.workstation_id.clone(),
+                    boot_id: boot_id.to_string(),
+                    sent_at_ms: now_ms(),
+                    link_uptime_ms: Some(started.elapsed().as_millis() as u64),
+                    active_requests: tasks.len() as u32,
+                    runtime: Some(runtime.clone()),
+                });
+                if let Err(e) = ws.send(Message::Text(hb.encode().into())).await {
+                    break End::Retry { reason: format!("heartbeat failed: {e}"), linked: true };
+                }
+            }
+        }
+    };
+    for (_, h) in tasks {
+        h.abort();
+    }
+    end
+}
+
+/// Runs one request on the local runtime; the answer frame's text.
+async fn serve_request(local: &LocalRuntime, req: ToolRequest, generation: Option<String>) -> String {
+    let timeout = Duration::from_millis(req.timeout_ms.unwrap_or(30_000));
+    let ws = req.workstation_id.clone();
+    let id = req.request_id.clone();
+    let error = |code: &str, message: String, retryable: bool, state| {
+        Frame::ToolError(ToolError {
+            workstation_id: ws.clone(),
+            request_id: id.clone(),
+            code: code.into(),
+            message: Some(message),
+            details: None,
+            retryable,
+            delivery_state: Some(state),
+            served_at_ms: Some(now_ms()),
+            runtime_generation: generation.clone(),
+        })
+        .encode()
+    };
+    match local.call_tool(&req.operation, req.arguments.unwrap_or(Value::Object(Default::default())), timeout).await {
+        Ok(result) => {
+            let text = Frame::ToolResult(ToolResult {
+                workstation_id: ws.clone(),
+                request_id: id.clone(),
+                result: Some(result),
+                served_at_ms: now_ms(),
+                runtime_generation: generation.clone(),
+                transport_name: Some("unix".into()),
+            })
+            .encode();
+            if text.len() > relay::MAX_EDGE_INBOUND {
+                return error(
+                    "payload_too_large",
+                    format!("the result is {} bytes; the edge accepts at most {}", text.len(), relay::MAX_EDGE_INBOUND),
+                    false,
+                    relay::DeliveryState::Delivered,
+                );
+            }
+            text
+        }
+        Err(e) => error(e.code, e.message, e.retryable, e.delivery_state),
+    }
+}

@@ -1,0 +1,284 @@
+//! The workstation link end to end: real `herdr-mcp serve` runtimes and real
+//! `herdr-mcp link` processes on loopback, linked to an edge served in this
+//! process (so the test controls its device registry and reads its hub and
+//! pending rows). An OAuth-authorised rmcp client drives the public `/mcp`.
+
+mod edge_support;
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use edge_support::*;
+use herdr_mcp::edge::forward_pending;
+use herdr_mcp::edge::link_hub::LinkHub;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_herdr-mcp");
+const DEADLINE: Duration = Duration::from_secs(30);
+
+pub struct Proc(pub Child);
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn command(home: &Path) -> Command {
+    let mut c = Command::new(BIN);
+    for v in ["HERDR_MCP_EDGE_DIR", "HERDR_MCP_STATE_DIR", "HERDR_EXTENSION_IPC_SOCKET", "HERDR_MCP_TOKEN", "HERDR_MCP_ROOTS", "HERDR_SOCKET_PATH", "HERDR_LINK_SECRET", "HERDR_LINK_EDGE", "HERDR_LINK_WORKSTATION_ID", "HERDR_LINK_CREDENTIAL_FILE"] {
+        c.env_remove(v);
+    }
+    c.env("HOME", home).env("XDG_CONFIG_HOME", home.join("config")).env("XDG_STATE_HOME", home.join("state"));
+    c
+}
+
+async fn poll<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+struct Runtime {
+    socket: PathBuf,
+    root: PathBuf,
+    _proc: Proc,
+}
+
+/// A runtime whose only root holds `file` with `text`.
+async fn runtime(home: &Path, tag: &str, file: &str, text: &str) -> Runtime {
+    let root = home.join(format!("root-{tag}"));
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join(file), text).unwrap();
+    let socket = home.join(format!("rt-{tag}.sock"));
+    let proc = Proc(
+        command(home)
+            .args(["serve", "--socket"])
+            .arg(&socket)
+            .arg("--root")
+            .arg(&root)
+            .arg("--state-dir")
+            .arg(home.join(format!("state-{tag}")))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let s = socket.clone();
+    poll("the runtime socket", || std::os::unix::net::UnixStream::connect(&s).ok()).await;
+    Runtime { socket, root: root.canonicalize().unwrap(), _proc: proc }
+}
+
+fn write_secret(home: &Path, ws: &str, secret: &str) -> PathBuf {
+    let path = home.join(format!("{ws}.secret"));
+    let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&path).unwrap();
+    f.write_all(secret.as_bytes()).unwrap();
+    path
+}
+
+fn link_command(home: &Path, edge: &str, ws: &str, secret: &str, socket: &Path) -> Command {
+    let mut c = command(home);
+    c.args(["link", "--edge", edge, "--workstation-id", ws, "--credential-file"])
+        .arg(write_secret(home, ws, secret))
+        .arg("--socket")
+        .arg(socket)
+        .stdout(Stdio::null());
+    c
+}
+
+fn link(home: &Path, edge: &str, ws: &str, secret: &str, socket: &Path) -> Proc {
+    let log = std::fs::File::create(home.join(format!("link-{ws}.log"))).unwrap();
+    Proc(link_command(home, edge, ws, secret, socket).stderr(log).spawn().unwrap())
+}
+
+async fn linked(hub: &LinkHub, ws: &str) {
+    poll(&format!("the link of {ws}"), || hub.link(ws)).await;
+}
+
+type Client = RunningService<RoleClient, ()>;
+
+async fn client(edge: &InProc, access: &str) -> Client {
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", edge.issuer)).auth_header(access);
+    ().serve(StreamableHttpClientTransport::from_config(config)).await.expect("rmcp client of the edge")
+}
+
+async fn call(c: &Client, name: &str, args: Value) -> Value {
+    let mut params = CallToolRequestParams::new(name.to_string());
+    params.arguments = args.as_object().cloned();
+    let r = c.call_tool(params).await.unwrap_or_else(|e| panic!("tools/call {name}: {e}"));
+    serde_json::to_value(&r).unwrap()
+}
+
+fn payload(result: &Value) -> Value {
+    let text = result["content"][0]["text"].as_str().expect("a text block");
+    serde_json::from_str(text).expect("JSON payload")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_workstations_by_explicit_device_and_herdr_devices() {
+    let devices = Arc::new(TestDevices::default());
+    devices.add("dev_alpha", "alpha", "devsec_alpha_secret");
+    devices.add("dev_beta", "beta", "devsec_beta_secret");
+    let (edge, hub) = InProc::start_linked(devices.clone()).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let (ra, rb) = tokio::join!(runtime(home, "a", "a.txt", "from workstation A\n"), runtime(home, "b", "b.txt", "from workstation B\n"));
+    let _la = link(home, &edge.issuer, "dev_alpha", "devsec_alpha_secret", &ra.socket);
+    let _lb = link(home, &edge.issuer, "dev_beta", "devsec_beta_secret", &rb.socket);
+    linked(&hub, "dev_alpha").await;
+    linked(&hub, "dev_beta").await;
+
+    let (_, tokens, _) = edge.tokens().await;
+    let c = client(&edge, &tokens.access).await;
+
+    // 19 actions: the runtime's 18 plus herdr_devices; every forwarded one takes `device`.
+    let tools = c.list_all_tools().await.unwrap();
+    assert_eq!(tools.len(), 19);
+    for t in &tools {
+        let has_device = t.input_schema.get("properties").and_then(|p| p.get("device")).is_some();
+        assert_eq!(has_device, t.name != "herdr_devices", "{}", t.name);
+    }
+
+    let listed = call(&c, "herdr_devices", json!({})).await;
+    let rows = listed["structuredContent"]["devices"].as_array().unwrap().clone();
+    assert_eq!(rows.len(), 2, "{listed}");
+    for row in &rows {
+        assert_eq!((row["connection"].as_str(), row["authorization"].as_str()), (Some("online"), Some("active")), "{row}");
+        assert!(row["runtime_version"].is_string() && row["runtime_generation"].is_string(), "{row}");
+    }
+
+    for (device, rt, file, text) in [("dev_alpha", &ra, "a.txt", "from workstation A"), ("beta", &rb, "b.txt", "from workstation B")] {
+        let inspect = call(&c, "herdr_inspect", json!({"device": device})).await;
+        assert_ne!(inspect["isError"], json!(true), "{inspect}");
+        let text_of_inspect = inspect["content"][0]["text"].as_str().unwrap();
+        assert!(text_of_inspect.contains(rt.root.to_str().unwrap()), "inspect on {device} should show its root: {text_of_inspect}");
+        assert_eq!(inspect["structuredContent"], payload(&inspect));
+
+        let read = call(&c, "herdr_fs_read", json!({"device": device, "path": rt.root.join(file).to_str().unwrap()})).await;
+        let p = payload(&read);
+        assert_eq!(p["ok"], true, "{p}");
+        assert!(p["content"].as_str().unwrap().contains(text), "{p}");
+    }
+    // A file of one workstation is not on the other.
+    let cross = payload(&call(&c, "herdr_fs_read", json!({"device": "alpha", "path": rb.root.join("b.txt").to_str().unwrap()})).await);
+    assert_eq!(cross["ok"], false, "{cross}");
+
+    // Without a selector two online devices are ambiguous; unknown names are refused.
+    let amb = call(&c, "herdr_inspect", json!({})).await;
+    assert_eq!((amb["isError"].as_bool(), amb["structuredContent"]["code"].as_str()), (Some(true), Some("device_ambiguous")), "{amb}");
+    let unknown = call(&c, "herdr_inspect", json!({"device": "gamma"})).await;
+    assert_eq!(unknown["structuredContent"]["code"], "device_not_found");
+
+    // /info names the contracts the catalogs really hash to.
+    let info = edge.http.get("/info").await.json();
+    let health = herdr_mcp::link::local::LocalRuntime::new(ra.socket.clone()).identity().await.unwrap();
+    assert_eq!(info["runtimeContract"], json!({"epoch": health.contract_epoch, "hash": health.contract_hash}));
+    let listed_raw = edge.http.mcp(&tokens.access, "tools/list", json!({})).await.json();
+    assert_eq!(info["publicContract"]["hash"], listed_raw["result"]["_meta"]["herdr"]["contract_hash"]);
+    assert_eq!(listed_raw["result"]["_meta"]["herdr"]["tool_count"], 19);
+    c.cancel().await.ok();
+}
+
+/// A stand-in runtime on a Unix socket that records every `tools/call` and never
+/// answers one, so the test can drop the link while a mutation is in flight.
+async fn holding_runtime(socket: &Path) -> (Arc<std::sync::Mutex<Vec<Value>>>, tokio::task::JoinHandle<()>) {
+    use axum::routing::{get, post};
+    let calls: Arc<std::sync::Mutex<Vec<Value>>> = Arc::default();
+    let seen = Arc::clone(&calls);
+    let (_, (epoch, hash)) = herdr_mcp::edge::forward::local_runtime_contract();
+    let app = axum::Router::new()
+        .route(
+            "/health",
+            get(move || async move {
+                axum::Json(json!({"ok": true, "version": "0.0.0-test", "build": {"commit": "t", "boot_id": "holding-1"}, "contract": {"epoch": epoch, "hash": hash}}))
+            }),
+        )
+        .route(
+            "/mcp",
+            post(move |axum::Json(body): axum::Json<Value>| async move {
+                seen.lock().unwrap().push(body);
+                std::future::pending::<()>().await;
+                axum::Json(Value::Null)
+            }),
+        );
+    let listener = tokio::net::UnixListener::bind(socket).unwrap();
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app).await.ok();
+    });
+    (calls, task)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn link_drop_mid_mutation_is_uncertain_and_never_resent() {
+    let devices = Arc::new(TestDevices::default());
+    devices.add("dev_solo", "solo", "devsec_solo");
+    let (edge, hub) = InProc::start_linked(devices.clone()).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let socket = home.join("holding.sock");
+    let (calls, _server) = holding_runtime(&socket).await;
+    let mut first = link(home, &edge.issuer, "dev_solo", "devsec_solo", &socket);
+    linked(&hub, "dev_solo").await;
+    let (_, tokens, _) = edge.tokens().await;
+
+    // The only linked device is chosen without a selector.
+    let http = edge.http.clone();
+    let access = tokens.access.clone();
+    let write = tokio::spawn(async move {
+        http.mcp(&access, "tools/call", json!({"name": "herdr_fs_write", "arguments": {"path": "/tmp/x", "content": "once"}})).await
+    });
+    let c2 = Arc::clone(&calls);
+    poll("the mutation to reach the runtime", || (!c2.lock().unwrap().is_empty()).then_some(())).await;
+    let rows = forward_pending::rows_of(&edge.store, "dev_solo").unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!((rows[0].1.as_str(), rows[0].2.as_str()), ("herdr_fs_write", "sent"), "recorded before the answer");
+
+    first.0.kill().unwrap();
+    first.0.wait().unwrap();
+    let answer = write.await.unwrap().json();
+    let sc = &answer["result"]["structuredContent"];
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert_eq!(
+        (sc["code"].as_str(), sc["retryable"].as_bool(), sc["delivery_state"].as_str()),
+        (Some("delivery_uncertain"), Some(false), Some("delivery_unknown")),
+        "{answer}"
+    );
+    assert_eq!(sc["workstation_id"], "dev_solo");
+    let request_id = sc["request_id"].as_str().unwrap().to_string();
+    assert_eq!(forward_pending::state_of(&edge.store, &request_id).unwrap().unwrap().0, "uncertain");
+
+    // The link comes back; the edge does not send the change again.
+    poll("the old link to go", || hub.link("dev_solo").is_none().then_some(())).await;
+    let mut second = link(home, &edge.issuer, "dev_solo", "devsec_solo", &socket);
+    linked(&hub, "dev_solo").await;
+    let http = edge.http.clone();
+    let access = tokens.access.clone();
+    let read = tokio::spawn(async move { http.mcp(&access, "tools/call", json!({"name": "herdr_fs_read", "arguments": {"path": "/tmp/x"}})).await });
+    let c3 = Arc::clone(&calls);
+    poll("the read to reach the runtime", || (c3.lock().unwrap().len() == 2).then_some(())).await;
+    let writes = calls.lock().unwrap().iter().filter(|c| c["params"]["name"] == "herdr_fs_write").count();
+    assert_eq!(writes, 1, "the mutation ran at most once");
+    // Revoking the device settles the in-flight read as link_auth_failed and closes 4401.
+    hub.revoke("dev_solo");
+    let read = read.await.unwrap().json();
+    assert_eq!(read["result"]["structuredContent"]["code"], "link_auth_failed", "{read}");
+    // The link stops for good instead of retrying a revoked credential.
+    let status = poll("the revoked link to exit", || second.0.try_wait().unwrap()).await;
+    assert!(!status.success());
+    let log = std::fs::read_to_string(home.join("link-dev_solo.log")).unwrap();
+    assert!(log.contains("device revoked"), "{log}");
+}
