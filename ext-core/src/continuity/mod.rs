@@ -32,6 +32,17 @@
 //!   cooldown, 0 = off, max 86 400) and the output fingerprint.
 //! - [`render`]: wake texts in English, Chinese and Japanese ([`Lang::from_tag`]), each
 //!   starting with a fixed prefix ([`render::is_wake_text`]).
+//! - [`delivery_guard`]: [`DeliveryGuard`] — `begin(tab, &wake, now)` (one in flight per
+//!   tab, same text within 8 s dropped), [`delivery_guard::composer_decision`] (insert /
+//!   submit only / replace our own wake / `user-typing`), `finish(tab, wake_id, outcome,
+//!   now)`, and the pending list for the popup (`pending`, `take_pending` = "send now",
+//!   `next_retry` only for wakes that certainly never reached the page).
+//! - [`handoff`]: [`Transfers`] / [`Transfer`] — `start` (refuses `binding_required`,
+//!   `workspace_busy`, `handoff_active`), `packet_request`, `on_source_reply` (packet
+//!   between `<<<HERDR_HANDOFF_V1 id=…>>>` and `<<<END_HERDR_HANDOFF_V1>>>`, ≤ 24 000
+//!   chars), `open_target`, `begin_seed` (the seed, once), `on_seed_outcome`, `commit`
+//!   (moves bindings only with a confirmed seed in a new conversation). While a transfer
+//!   runs, `Transfers::blocks_wakes(conv_key)` is true: do not deliver its wakes.
 //! - [`Continuity`] (in `state`): the whole state. Main calls:
 //!   `bind(target, workspace, label, tab, now)`, `unbind(conv_key, workspace?)`,
 //!   `set_auto(conv_key, on)`, `list()`, `register_page(target, tab, now)`,
@@ -43,7 +54,9 @@
 //! off (the default); such wakes come back as `Suppressed` and must not be sent.
 
 pub mod bindings;
+pub mod delivery_guard;
 pub mod fleet;
+pub mod handoff;
 pub mod progress;
 pub mod push_event;
 pub mod render;
@@ -51,6 +64,8 @@ pub mod state;
 pub mod wake;
 
 pub use bindings::{BindError, Binding, BindingStatus, BindingView, Bindings, ConvTarget, Moved, TabRef, WorkspaceRef};
+pub use delivery_guard::{Blocked, ComposerAction, DeliveryGuard, DeliveryOutcome, PendingReason, PendingWake};
+pub use handoff::{HandoffError, SeedOutcome, Transfer, TransferStatus, Transfers};
 pub use progress::{ProgressSettings, SettingsError};
 pub use push_event::{Backoff, Hello, PushEvent, PushStreamError, SettledStatus, SseParser};
 pub use render::{Lang, WakeKind};
