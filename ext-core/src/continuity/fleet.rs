@@ -83,6 +83,20 @@ impl Fleet {
             .or_else(|| self.agents.get(pane).and_then(|a| a.summary.as_deref()))
             .filter(|o| !o.trim().is_empty())
     }
+
+    /// The first activity among `panes` (the baseline a progress round starts from).
+    pub fn activity_in<'a>(&'a self, panes: impl IntoIterator<Item = &'a String>) -> Option<&'a str> {
+        panes.into_iter().find_map(|p| self.activity_of(p))
+    }
+
+    /// What a working pane is doing, for progress reports: its output, else its summary,
+    /// else its terminal title (agents show their current task there, and the runtime's
+    /// picture carries titles but no output while an agent works).
+    pub fn activity_of(&self, pane: &str) -> Option<&str> {
+        self.output_of(pane).or_else(|| {
+            self.agents.get(pane).and_then(|a| a.terminal_title.as_deref()).filter(|t| !t.trim().is_empty())
+        })
+    }
 }
 
 #[cfg(test)]
@@ -120,6 +134,10 @@ mod tests {
         f.apply(&PushEvent::Hello(hello));
         assert!(f.outputs.is_empty());
         assert_eq!(f.output_of("p2"), Some("sum"));
+        f.agents.get_mut("p2").unwrap().summary = None;
+        assert_eq!(f.activity_of("p2"), None);
+        f.agents.get_mut("p2").unwrap().terminal_title = Some("✳ Refactoring parser".into());
+        assert_eq!((f.output_of("p2"), f.activity_of("p2")), (None, Some("✳ Refactoring parser")));
         assert_eq!(f.workspace_of("p2"), Some("w2"));
         assert!(f.herdr_live);
     }

@@ -447,13 +447,14 @@ mod tests {
         items.into_iter().map(|r| r.expect("event")).collect()
     }
 
-    /// Exactly what axum's `Sse` writes for the runtime's events.
+    /// Exactly what axum 0.8's `Sse` writes for the runtime's events (fields in the order
+    /// `event`, `data`, `id`; keep-alive `: keep-alive`).
     const WIRE: &str = concat!(
         "event: hello\ndata: {\"agents\":[{\"pane\":\"w1:p1\",\"status\":\"working\",\"workspace\":\"w1\",\"name\":\"claude\",\"kind\":\"claude\",\"seq\":7,\"terminal_title\":null,\"cwd\":\"/src/a\"}],\"workspaces\":[{\"id\":\"w1\",\"label\":\"alpha\",\"roots\":[\"/src/a\"],\"panes\":[\"w1:p1\"]}],\"herdr_live\":true,\"seq\":4}\n\n",
-        ":keep-alive\n\n",
-        "event: agent_settled\nid: 5\ndata: {\"workspace\":\"w1\",\"pane\":\"w1:p1\",\"agent\":\"claude\",\"status\":\"done\",\"at\":\"2026-01-01T00:00:00Z\",\"seq\":5}\n\n",
-        "event: agent_output\nid: 6\ndata: {\"workspace\":\"w1\",\"pane\":\"w1:p1\",\"agent\":\"claude\",\"output\":\"all green\",\"seq\":6}\n\n",
-        "event: exec_completed\nid: 7\ndata: {\"session_id\":\"s1\",\"root\":\"/src/a\",\"exit_code\":0,\"signal\":null,\"at\":\"t\",\"seq\":7}\n\n",
+        ": keep-alive\n\n",
+        "event: agent_settled\ndata: {\"workspace\":\"w1\",\"pane\":\"w1:p1\",\"agent\":\"claude\",\"status\":\"done\",\"at\":\"2026-01-01T00:00:00Z\",\"seq\":5}\nid: 5\n\n",
+        "event: agent_output\ndata: {\"workspace\":\"w1\",\"pane\":\"w1:p1\",\"agent\":\"claude\",\"output\":\"all green\",\"seq\":6}\nid: 6\n\n",
+        "event: exec_completed\ndata: {\"session_id\":\"s1\",\"root\":\"/src/a\",\"exit_code\":0,\"signal\":null,\"at\":\"t\",\"seq\":7}\nid: 7\n\n",
         "event: lagged\ndata: {\"dropped\":3}\n\n",
     );
 

@@ -126,7 +126,8 @@ impl Continuity {
             if !working.is_empty() {
                 b.status = BindingStatus::Working;
                 b.working_panes = working;
-                progress::arm(&mut b.progress, self.settings.progress, "", now_ms);
+                let baseline = self.fleet.activity_in(&b.working_panes).unwrap_or("");
+                progress::arm(&mut b.progress, self.settings.progress, baseline, now_ms);
             }
         }
         let b = b.clone();
@@ -180,7 +181,10 @@ impl Continuity {
                     let Some(ws) = b.workspace.herdr_id() else { continue };
                     let scoped = self.fleet.scoped(ws);
                     match wake::on_hello(b, &scoped, now_ms) {
-                        HelloOutcome::Armed { new_round: true } => progress::arm(&mut b.progress, settings, "", now_ms),
+                        HelloOutcome::Armed { new_round: true } => {
+                            let baseline = self.fleet.activity_in(&b.working_panes).unwrap_or("");
+                            progress::arm(&mut b.progress, settings, baseline, now_ms);
+                        }
                         HelloOutcome::Wake(d) => decisions.push((b.key.clone(), d)),
                         HelloOutcome::Armed { new_round: false } | HelloOutcome::Baseline => {}
                     }
@@ -191,7 +195,8 @@ impl Continuity {
                 let settings = self.settings.progress;
                 for b in self.bindings.iter_mut().filter(|b| ws.is_some() && b.workspace.herdr_id() == ws.as_deref()) {
                     if wake::on_working(b, pane) {
-                        progress::arm(&mut b.progress, settings, "", now_ms);
+                        let baseline = self.fleet.activity_in(&b.working_panes).unwrap_or("");
+                        progress::arm(&mut b.progress, settings, baseline, now_ms);
                     }
                 }
             }
@@ -264,9 +269,9 @@ impl Continuity {
             let Some(ws) = b.workspace.herdr_id() else { continue };
             let working = self.fleet.working_in(ws);
             let panes: Vec<&String> = b.working_panes.iter().chain(working.iter()).collect();
-            let focus = panes.iter().find(|p| self.fleet.output_of(p).is_some()).or(panes.first()).map(|p| p.to_string());
+            let focus = panes.iter().find(|p| self.fleet.activity_of(p).is_some()).or(panes.first()).map(|p| p.to_string());
             let Some(pane) = focus else { continue };
-            let output = self.fleet.output_of(&pane).unwrap_or("");
+            let output = self.fleet.activity_of(&pane).unwrap_or("");
             if progress::tick(&mut b.progress, settings, output, now_ms) == ProgressDecision::Send {
                 let agent = self.fleet.agents.get(&pane).and_then(|a| a.name.clone()).unwrap_or_default();
                 let working_count = b.working_panes.union(&working).count();
@@ -291,6 +296,8 @@ impl Continuity {
     }
 
     /// Renders a decision into a wake, sendable only when the conversation's Auto is on.
+    /// The kind stays what it was decided as: if the other agents settle while a `partial`
+    /// waits for its output, their own settle brings the `round`.
     fn finish(&mut self, binding_key: &str, d: WakeDecision, now_ms: u64) -> Option<ContinuityAction> {
         let b = self.bindings.get(binding_key)?;
         let (workspace_id, info) = match &b.workspace {
@@ -302,9 +309,11 @@ impl Continuity {
             WorkspaceRef::Root { .. } => Vec::new(),
         };
         let output = match d.kind {
-            WakeKind::Exec => String::new(),
-            _ => self.fleet.output_of(&d.pane).map(|o| render::tail_chars(o, render::MAX_OUTPUT_CHARS).to_owned()).unwrap_or_default(),
+            WakeKind::Exec => None,
+            WakeKind::Progress => self.fleet.activity_of(&d.pane),
+            WakeKind::Round | WakeKind::Partial => self.fleet.output_of(&d.pane),
         };
+        let output = output.map(|o| render::tail_chars(o, render::MAX_OUTPUT_CHARS).to_owned()).unwrap_or_default();
         let roots = match (&b.workspace, info) {
             (WorkspaceRef::Root { path }, _) => vec![path.clone()],
             (_, Some(info)) => info.roots.clone(),

@@ -227,3 +227,29 @@ fn the_wire_feeds_the_state_end_to_end() {
     assert_eq!(w.len(), 1, "{all:?}");
     assert!(w[0].text.contains("codex") && w[0].text.contains("PR ready") && w[0].text.contains("alpha (w1)"));
 }
+
+#[test]
+fn progress_falls_back_to_the_terminal_title_the_picture_carries() {
+    let mut c = bound(true);
+    let state = |title: &str| Hello {
+        agents: vec![AgentInfo {
+            pane: Some("p1".into()),
+            status: Some("working".into()),
+            workspace: Some("w1".into()),
+            name: Some("claude".into()),
+            terminal_title: Some(title.into()),
+            ..Default::default()
+        }],
+        workspaces: vec![WorkspaceInfo { id: "w1".into(), ..Default::default() }],
+        herdr_live: true,
+        seq: None,
+    };
+    c.on_state(state("⠋ Planning"), 0);
+    c.on_state(state("⠙ Planning"), 59_000);
+    assert!(c.on_tick(60_000).is_empty(), "the same title under a spinner is no news");
+    c.on_state(state("⠹ Writing tests"), 100_000);
+    let actions = c.on_tick(120_000);
+    let w = wakes(&actions);
+    assert_eq!(w.len(), 1, "{actions:?}");
+    assert!(w[0].text.contains("Writing tests"), "{}", w[0].text);
+}
