@@ -22,6 +22,11 @@ chrome.storage.onChanged.addListener((changes, area) => {
   if (area === 'local') ready.then(() => shell.on_storage_changed(changes));
 });
 
+// The keep-alive alarm reopens the push stream after the worker slept.
+chrome.alarms.onAlarm.addListener((alarm) => {
+  ready.then(() => shell.on_alarm(alarm.name));
+});
+
 // Waking on install/startup is enough: start() (run by `ready`) restores everything.
 chrome.runtime.onInstalled.addListener(() => ready);
 chrome.runtime.onStartup.addListener(() => ready);

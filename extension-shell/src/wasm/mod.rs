@@ -2,6 +2,10 @@
 //! synchronously at top level. Every `chrome.runtime` message is routed here.
 
 mod bridge;
+mod continuity;
+mod continuity_delivery;
+mod continuity_io;
+mod continuity_stream;
 mod io;
 mod port;
 mod store;
@@ -39,6 +43,7 @@ pub async fn start() -> Result<(), JsValue> {
         io::log("error", &format!("registering content scripts failed: {e}"));
     }
     port::ensure_connected();
+    continuity::start();
     wasm_bindgen_futures::spawn_local(async {
         let _ = bridge::fetch_catalog().await;
     });
@@ -94,6 +99,8 @@ async fn route(message: Value, sender: Value) -> Value {
                 Ok(v) => v,
                 Err(code) => return refused(code),
             };
+            // Bindings made on this site's pages follow the tab (z.ai new chat → /c/<id>).
+            continuity::page_seen(verified.tab_id, &verified.conv_key);
             match kind.as_str() {
                 "h2w_hello" => match ext_adapters::adapter_for_url(&verified.conv_key) {
                     Ok((adapter, _)) => json!({ "ok": true, "site": verified.site.name(), "selectors": adapter.selectors() }),
@@ -114,6 +121,24 @@ async fn route(message: Value, sender: Value) -> Value {
                 _ => direct_call(&message).await,
             }
         }
+        // The ChatGPT content script (continuity only); the tab's own URL is what counts.
+        "h2w_register" | "h2w_composer_free" if text("site") == "chatgpt" => {
+            let info = sender_info(&sender);
+            if info.frame_id != 0 {
+                return refused(crate::sender::ERR_SENDER_MISMATCH);
+            }
+            match kind.as_str() {
+                "h2w_register" => continuity::register(info.tab_id, info.tab_url.as_deref(), &text("url")),
+                _ => continuity::composer_free(info.tab_url.as_deref()).await,
+            }
+        }
+        "h2w_continuity_page" if from_extension_page(&sender) => continuity::page_info(&message).await,
+        "h2w_bind" if from_extension_page(&sender) => continuity::bind(&message).await,
+        "h2w_unbind" if from_extension_page(&sender) => continuity::unbind(&message),
+        "h2w_set_auto" if from_extension_page(&sender) => continuity::set_auto(&message),
+        "h2w_send_pending" if from_extension_page(&sender) => continuity::send_pending(&message).await,
+        "h2w_dismiss_pending" if from_extension_page(&sender) => continuity::dismiss_pending(&message),
+        "h2w_continuity_state" if from_extension_page(&sender) => continuity::state(),
         "h2w_status" if from_extension_page(&sender) => status().await,
         "h2w_set_site" if from_extension_page(&sender) => set_site(&text("site"), message.get("enabled") == Some(&Value::Bool(true))).await,
         _ => refused("unsupported_message"),
@@ -196,6 +221,18 @@ async fn status() -> Value {
         "sites": sites,
         "conversations": bridge::conversations(),
     })
+}
+
+/// `chrome.alarms.onAlarm`: the keep-alive reopens the push stream if it is down.
+#[wasm_bindgen]
+pub fn on_alarm(name: String) {
+    continuity::on_alarm(&name);
+}
+
+/// Continuity diagnostics (bindings, pending wakes, deliveries, stream) for tests.
+#[wasm_bindgen]
+pub fn continuity_state() -> JsValue {
+    io::to_js(&continuity::state())
 }
 
 /// Diagnostics for tests and the figures script: conversations, call log, port and catalog.

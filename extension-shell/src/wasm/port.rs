@@ -38,6 +38,9 @@ pub struct HttpAnswer {
 }
 
 type Reply = oneshot::Sender<Result<Value, PortFailure>>;
+/// Receives every frame of one open stream (`stream_open`, `stream_chunk`, `stream_end`,
+/// `stream_error`); a dropped port is reported as a `stream_error` with `native-port-lost`.
+pub type StreamSink = Box<dyn FnMut(Value)>;
 /// onMessage and onDisconnect handlers, created once and kept for every reconnect.
 type PortCallbacks = (Closure<dyn FnMut(JsValue)>, Closure<dyn FnMut(JsValue)>);
 
@@ -58,6 +61,7 @@ thread_local! {
     static PORT: RefCell<Inner> = RefCell::new(Inner { backoff_ms: BACKOFF_START_MS, ..Inner::default() });
     static CALLBACKS: RefCell<Option<PortCallbacks>> = const { RefCell::new(None) };
     static RECONNECT: RefCell<Option<Closure<dyn FnMut()>>> = const { RefCell::new(None) };
+    static STREAMS: RefCell<HashMap<String, StreamSink>> = RefCell::new(HashMap::new());
 }
 
 /// Classifies `chrome.runtime.lastError` of a dropped port (spec §6.3 client normalization).
@@ -111,6 +115,10 @@ fn on_disconnect(message: String) {
         (std::mem::take(&mut p.pending), backoff)
     });
     let never_started = classify_disconnect(&message);
+    let streams = STREAMS.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    for (id, mut sink) in streams {
+        sink(json!({ "type": "stream_error", "id": id, "ok": false, "error": never_started.unwrap_or("native-port-lost"), "message": message }));
+    }
     for (_, reply) in pending {
         let failure = match never_started {
             Some(code) => PortFailure::NotSent { code: code.into(), detail: message.clone() },
@@ -137,6 +145,20 @@ fn on_disconnect(message: String) {
 
 fn on_frame(frame: Value) {
     let id = match frame.get("id") {
+        Some(Value::String(s)) if STREAMS.with(|st| st.borrow().contains_key(s)) => {
+            let id = s.clone();
+            let ended = matches!(frame.get("type").and_then(Value::as_str), Some("stream_end" | "stream_error" | "cancelled"))
+                || frame.get("ok") == Some(&Value::Bool(false));
+            // Taken out while it runs, so the sink may open or cancel streams itself.
+            let Some(mut sink) = STREAMS.with(|st| st.borrow_mut().remove(&id)) else { return };
+            sink(frame);
+            if !ended {
+                STREAMS.with(|st| {
+                    st.borrow_mut().entry(id).or_insert(sink);
+                });
+            }
+            return;
+        }
         Some(Value::String(s)) => s.clone(),
         Some(Value::Number(n)) => n.to_string(),
         _ => {
@@ -228,6 +250,30 @@ pub async fn http(method: &str, path: &str, headers: Value, body: Option<String>
         status: frame.get("status").and_then(Value::as_u64).unwrap_or(0) as u16,
         body: frame.get("body").and_then(Value::as_str).unwrap_or("").to_string(),
     })
+}
+
+/// Opens a stream (`{type:"stream", path, ...}`); every frame for it goes to `sink` until it
+/// ends. Returns the stream id, or why it could not be posted.
+pub fn open_stream(mut message: Value, sink: StreamSink) -> Result<String, PortFailure> {
+    ensure_connected();
+    let (id, handle) = PORT.with(|p| {
+        let mut p = p.borrow_mut();
+        p.next_id += 1;
+        (format!("sw-stream-{}", p.next_id), p.handle.clone())
+    });
+    message["id"] = Value::String(id.clone());
+    STREAMS.with(|s| s.borrow_mut().insert(id.clone(), sink));
+    let posted = match handle {
+        Some(h) => io::port_post(&h, &io::to_js(&message)).map_err(|e| format!("{e:?}")),
+        None => Err("the native port is not open".to_string()),
+    };
+    match posted {
+        Ok(()) => Ok(id),
+        Err(detail) => {
+            STREAMS.with(|s| s.borrow_mut().remove(&id));
+            Err(PortFailure::NotSent { code: "native-port-closed".into(), detail })
+        }
+    }
 }
 
 pub async fn identity() -> Result<Value, PortFailure> {

@@ -1,0 +1,101 @@
+//! What continuity needs to know about a chat page: which binding scope a URL is
+//! (ext-adapters' identity turned into ext-core's `ConvTarget`), and the selectors the ChatGPT
+//! content script probes the composer with.
+
+use ext_adapters::{Scope, Site, adapter_for_site, identify};
+use ext_core::continuity::bindings::ConvTarget;
+use serde_json::{Value, json};
+
+/// Sites where a conversation can be bound.
+pub fn bindable_site(site: Site) -> bool {
+    matches!(site, Site::ChatGpt | Site::ZAi | Site::DeepSeek)
+}
+
+/// The binding scope of the page at `url`, or why there is none.
+pub fn target_of(url: &str) -> Result<ConvTarget, &'static str> {
+    let identity = identify(url).map_err(|_| "conversation-unavailable")?;
+    if !bindable_site(identity.site) {
+        return Err("conversation-unavailable");
+    }
+    let site = identity.site.name().to_string();
+    Ok(match identity.scope {
+        Scope::NewChat if identity.site == Site::DeepSeek => return Err("conversation-unavailable"),
+        Scope::NewChat => ConvTarget::PendingRoot { site, root_key: identity.conv_key },
+        Scope::Conversation { .. } => ConvTarget::Conversation { site, conv_key: identity.conv_key },
+        Scope::ProjectConversation { project_id, project_key, .. } => {
+            ConvTarget::Project { site, project_id, project_key, active_conv_key: Some(identity.conv_key) }
+        }
+        Scope::ProjectHome { project_id, project_key } => ConvTarget::Project { site, project_id, project_key, active_conv_key: None },
+        Scope::Other => return Err("conversation-unavailable"),
+    })
+}
+
+/// The conversation a page shows (what a wake for it must find in the tab).
+pub fn shown_conversation(url: &str) -> Option<String> {
+    identify(url).ok().map(|i| i.conv_key)
+}
+
+/// The composer the MAIN-world insert writes into (the ChatGPT adapter's first choice).
+pub fn chatgpt_composer_selector() -> String {
+    adapter_for_site(Site::ChatGpt).selectors().composer.into_iter().next().unwrap_or_default()
+}
+
+/// Stop buttons ChatGPT shows while a reply is generating (a wake must wait for them to go).
+pub const CHATGPT_STOP_BUTTONS: [&str; 4] =
+    [r#"button[data-testid="stop-button"]"#, r#"[aria-label="Stop streaming"]"#, r#"[aria-label*="Stop generating" i]"#, r#"[aria-label*="停止"]"#];
+
+/// The selectors the ChatGPT content script needs, from the ChatGPT adapter plus the stop
+/// buttons.
+pub fn chatgpt_probe_selectors() -> Value {
+    let set = adapter_for_site(Site::ChatGpt).selectors();
+    let probe = |name: &str| set.probes.iter().find(|p| p.name == name).map(|p| p.selector.clone()).unwrap_or_default();
+    json!({
+        "composer": set.composer,
+        "send_buttons": set.send_buttons,
+        "stop_buttons": CHATGPT_STOP_BUTTONS,
+        "user_turn": probe("user"),
+        "assistant_turn": probe("assistant"),
+        "streaming": probe("streaming"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chatgpt_scopes() {
+        assert_eq!(
+            target_of("https://chatgpt.com/c/abc"),
+            Ok(ConvTarget::Conversation { site: "chatgpt".into(), conv_key: "https://chatgpt.com/c/abc".into() })
+        );
+        assert_eq!(target_of("https://chatgpt.com/"), Ok(ConvTarget::PendingRoot { site: "chatgpt".into(), root_key: "https://chatgpt.com".into() }));
+        let p = "g-p-0123456789abcdef0123456789abcdef";
+        assert_eq!(
+            target_of(&format!("https://chatgpt.com/g/{p}-my-project/c/x1")),
+            Ok(ConvTarget::Project {
+                site: "chatgpt".into(),
+                project_id: p.into(),
+                project_key: format!("https://chatgpt.com/g/{p}"),
+                active_conv_key: Some(format!("https://chatgpt.com/g/{p}/c/x1")),
+            })
+        );
+        assert_eq!(target_of("https://chatgpt.com/settings"), Err("conversation-unavailable"));
+        assert_eq!(target_of("https://example.com/c/1"), Err("conversation-unavailable"));
+    }
+
+    #[test]
+    fn deepseek_has_no_pending_scope() {
+        assert_eq!(target_of("https://chat.deepseek.com/"), Err("conversation-unavailable"));
+        assert!(matches!(target_of("https://chat.z.ai/"), Ok(ConvTarget::PendingRoot { .. })));
+    }
+
+    #[test]
+    fn probe_selectors_come_from_the_adapter() {
+        let s = chatgpt_probe_selectors();
+        assert_eq!(s["composer"][0], r#"#prompt-textarea[contenteditable="true"]"#);
+        assert!(s["user_turn"].as_str().unwrap().contains("user"));
+        assert!(s["streaming"].as_str().unwrap().contains("data-is-streaming"));
+        assert_eq!(s["stop_buttons"].as_array().unwrap().len(), CHATGPT_STOP_BUTTONS.len());
+    }
+}

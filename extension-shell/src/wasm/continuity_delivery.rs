@@ -1,0 +1,205 @@
+//! Delivering one wake into the bound ChatGPT conversation (spec §7.5).
+//!
+//! Order: find the tab that shows the conversation → one wake in flight per tab and no
+//! identical text within 8 s → ask the page (content script) about its composer: never while
+//! a reply is generating, never over the user's draft → insert in the page's MAIN world (so
+//! ProseMirror's own state changes) → check the text is there → Send (or Enter) → the page
+//! confirms it took it (composer cleared or a new user turn). Any refusal is returned as
+//! `{ok:false, error}` and the caller keeps the wake as pending.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+
+use ext_core::continuity::bindings::Binding;
+use ext_core::continuity::push_event::Hello;
+use serde_json::{Value, json};
+
+use super::{bridge, continuity_io as cio, io, port};
+use crate::continuity_page::{chatgpt_composer_selector, shown_conversation};
+
+/// Identical wake text to the same conversation within this window is dropped.
+pub const DEDUPE_MS: u64 = 8_000;
+/// Checks that the inserted text is in the composer: attempts × interval.
+pub const VERIFY_POLLS: u32 = 10;
+pub const VERIFY_INTERVAL_MS: u64 = 200;
+/// Lets the editor's state catch up between insert and Send.
+pub const SETTLE_BEFORE_SEND_MS: u64 = 350;
+pub const PUSH_STATE_TIMEOUT_MS: u64 = 4_000;
+
+#[derive(Default)]
+struct Guard {
+    in_flight: HashSet<i32>,
+    /// conversation → (normalised text, delivered at).
+    recent: HashMap<String, (String, u64)>,
+}
+
+thread_local! {
+    static GUARD: RefCell<Guard> = RefCell::new(Guard::default());
+}
+
+fn norm(text: &str) -> String {
+    text.replace('\u{200b}', "").split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+pub async fn sleep(ms: u64) {
+    let promise = js_sys::Promise::new(&mut |resolve, _| io::set_timer(ms as f64, &resolve));
+    let _ = io::wait(promise).await;
+}
+
+/// `GET /push/state`, fresh; None when the runtime does not answer OK.
+pub async fn push_state() -> Option<Hello> {
+    let answer = port::http("GET", "/push/state", json!({ "accept": "application/json" }), None, PUSH_STATE_TIMEOUT_MS).await.ok()?;
+    if answer.status != 200 {
+        return None;
+    }
+    let body: Value = serde_json::from_str(&answer.body).ok()?;
+    if body.get("ok") != Some(&Value::Bool(true)) {
+        return None;
+    }
+    serde_json::from_value(body).ok()
+}
+
+/// An automatic wake goes out only while the runtime answers (spec §7.1 `automationRuntimeGate`).
+pub async fn runtime_gate() -> bool {
+    push_state().await.is_some()
+}
+
+/// The runtime's managed roots (`herdr_inspect`), offered for binding when Herdr is absent.
+pub async fn managed_roots() -> Vec<String> {
+    match bridge::call_tool("herdr_inspect", json!({})).await {
+        ext_core::engine::CallReply::Ok { result } => result
+            .pointer("/structuredContent/workstation_info/managed_git_roots")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
+async fn ask_tab(tab: i32, message: Value) -> Value {
+    match io::wait(io::tab_send(tab, 0, &io::to_js(&message))).await {
+        Ok(v) => io::from_js(&v),
+        Err(e) => json!({ "ok": false, "error": "tab-unreachable", "detail": format!("{e:?}") }),
+    }
+}
+
+async fn probe(tab: i32) -> Value {
+    ask_tab(tab, json!({ "type": "h2w_composer_probe" })).await
+}
+
+/// The tab showing `conv`: the binding's own tab if it still shows it, else any that does and
+/// whose content script answers.
+async fn find_tab(remembered: Option<i64>, conv: &str) -> Option<i32> {
+    if let Some(id) = remembered {
+        let tab = io::wait(cio::tab_get(id as i32)).await.map(|t| io::from_js(&t)).unwrap_or(Value::Null);
+        if tab.get("url").and_then(Value::as_str).and_then(shown_conversation).as_deref() == Some(conv) {
+            return Some(id as i32);
+        }
+    }
+    let tabs = io::wait(cio::tabs_with_prefix(conv)).await.map(|t| io::from_js(&t)).unwrap_or(Value::Null);
+    for tab in tabs.as_array().into_iter().flatten() {
+        let Some(id) = tab.get("id").and_then(Value::as_i64) else { continue };
+        if tab.get("url").and_then(Value::as_str).and_then(shown_conversation).as_deref() != Some(conv) {
+            continue;
+        }
+        if probe(id as i32).await.get("ok") == Some(&Value::Bool(true)) {
+            return Some(id as i32);
+        }
+    }
+    None
+}
+
+fn refusal(code: &str) -> Value {
+    json!({ "ok": false, "error": code })
+}
+
+/// Delivers `text` to the binding's conversation; `{ok:true, ack}` once the page took it.
+pub async fn deliver(binding: &Binding, text: &str) -> Value {
+    if binding.site != "chatgpt" {
+        return refusal("site-not-supported");
+    }
+    let conv = binding.target_conv_key().to_string();
+    let Some(tab) = find_tab(binding.tab_id, &conv).await else { return refusal("no_tab") };
+    let now = io::now();
+    let wanted = norm(text);
+    let blocked = GUARD.with(|g| {
+        let g = g.borrow();
+        if g.in_flight.contains(&tab) {
+            Some("wake-in-flight")
+        } else if g.recent.get(&conv).is_some_and(|(t, at)| *t == wanted && now.saturating_sub(*at) < DEDUPE_MS) {
+            Some("dedupe")
+        } else {
+            None
+        }
+    });
+    match blocked {
+        // The same text just went out: this one is a duplicate, not a loss.
+        Some("dedupe") => return json!({ "ok": true, "skipped": "dedupe", "tab": tab }),
+        Some(code) => return refusal(code),
+        None => {}
+    }
+    GUARD.with(|g| g.borrow_mut().in_flight.insert(tab));
+    let result = attempt(tab, &conv, text).await;
+    GUARD.with(|g| {
+        let mut g = g.borrow_mut();
+        g.in_flight.remove(&tab);
+        if result.get("ok") == Some(&Value::Bool(true)) {
+            g.recent.insert(conv.clone(), (wanted, io::now()));
+        }
+    });
+    result
+}
+
+async fn attempt(tab: i32, conv: &str, text: &str) -> Value {
+    let wanted = norm(text);
+    let page = probe(tab).await;
+    if page.get("ok") != Some(&Value::Bool(true)) {
+        return json!({ "ok": false, "error": "tab-unreachable", "detail": page.get("error") });
+    }
+    if page.get("convKey").and_then(Value::as_str).and_then(shown_conversation).as_deref() != Some(conv) {
+        return refusal("conversation-changed");
+    }
+    if page.get("generating") == Some(&Value::Bool(true)) {
+        return refusal("generating");
+    }
+    if page.get("composer") != Some(&Value::Bool(true)) {
+        return refusal("composer-missing");
+    }
+    let current = norm(page.get("text").and_then(Value::as_str).unwrap_or(""));
+    if !current.is_empty() && current != wanted {
+        return refusal("user-typing");
+    }
+    if current.is_empty() {
+        let inserted = io::wait(cio::insert_main(tab, text, &chatgpt_composer_selector(), true)).await.map(|v| io::from_js(&v)).unwrap_or(Value::Null);
+        if inserted.get("ok") != Some(&Value::Bool(true)) {
+            let code = inserted.get("error").and_then(Value::as_str).unwrap_or("insert-failed").to_string();
+            return json!({ "ok": false, "error": code, "detail": inserted.get("detail") });
+        }
+        let mut present = false;
+        for _ in 0..VERIFY_POLLS {
+            let now = probe(tab).await;
+            if norm(now.get("text").and_then(Value::as_str).unwrap_or("")).contains(&wanted) {
+                present = true;
+                break;
+            }
+            sleep(VERIFY_INTERVAL_MS).await;
+        }
+        if !present {
+            return refusal("insert-failed");
+        }
+        sleep(SETTLE_BEFORE_SEND_MS).await;
+    }
+    let sent = ask_tab(tab, json!({ "type": "h2w_wake_submit", "text": text })).await;
+    if sent.get("ok") == Some(&Value::Bool(true)) {
+        json!({ "ok": true, "tab": tab, "ack": sent.get("ack"), "via": sent.get("via") })
+    } else {
+        json!({ "ok": false, "error": sent.get("error").and_then(Value::as_str).unwrap_or("submit-unconfirmed"), "tab": tab })
+    }
+}
+
+pub fn guard_state() -> Value {
+    GUARD.with(|g| {
+        let g = g.borrow();
+        json!({ "inFlight": g.in_flight.iter().collect::<Vec<_>>(), "recent": g.recent.keys().collect::<Vec<_>>() })
+    })
+}

@@ -1,0 +1,28 @@
+//! The `chrome.*` calls continuity needs beyond `io.rs` (tabs, the MAIN-world insert, alarms),
+//! imported from `continuity_io.js`.
+
+use js_sys::Promise;
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen(raw_module = "./continuity_io.js")]
+extern "C" {
+    /// Resolves to `{id, url}` or null.
+    #[wasm_bindgen(js_name = tabGet)]
+    pub fn tab_get(tab_id: i32) -> Promise;
+    /// Resolves to `[{id, url}]`, tabs showing `prefix` (or a sub-path), most recent first.
+    #[wasm_bindgen(js_name = tabsWithPrefix)]
+    pub fn tabs_with_prefix(prefix: &str) -> Promise;
+    #[wasm_bindgen(js_name = activeTab)]
+    pub fn active_tab() -> Promise;
+    #[wasm_bindgen(js_name = keepTab)]
+    pub fn keep_tab(tab_id: i32) -> Promise;
+    /// Resolves to `{ok, text}` or `{ok:false, error}`.
+    #[wasm_bindgen(js_name = insertMain)]
+    pub fn insert_main(tab_id: i32, text: &str, selector: &str, only_if_free: bool) -> Promise;
+    #[wasm_bindgen(js_name = uiLanguage)]
+    pub fn ui_language() -> String;
+    #[wasm_bindgen(js_name = setRepeating)]
+    pub fn set_repeating(ms: f64, callback: &js_sys::Function) -> JsValue;
+    #[wasm_bindgen(js_name = alarmCreate)]
+    pub fn alarm_create(name: &str, period_minutes: f64);
+}
