@@ -11,6 +11,7 @@ pub mod config;
 pub mod error;
 pub mod history;
 pub mod inspect;
+pub mod live_roots;
 pub mod prompt_registry;
 pub mod prompt_store_sqlite;
 pub mod push_view;
@@ -44,6 +45,9 @@ pub struct HerdrService {
     pub cache: Arc<EventCache>,
     pub schema: SchemaCache,
     pub prompts: Arc<dyn PromptStore>,
+    /// The policy whose managed roots follow Herdr's panes, and the home directory
+    /// that never becomes one (see [`HerdrService::bind_policy`]).
+    roots_target: std::sync::OnceLock<(crate::policy::Policy, Option<PathBuf>)>,
 }
 
 impl HerdrService {
@@ -56,7 +60,9 @@ impl HerdrService {
             bus.set_source(cache.clone());
         }
         let schema = SchemaCache::new(config.herdr_bin.clone(), config.timeouts.schema_cli);
-        Arc::new(HerdrService { config, client, cache, schema, prompts: Arc::new(MemoryPromptStore::default()) })
+        Arc::new(HerdrService { config, client, cache, schema, prompts: Arc::new(MemoryPromptStore::default()),
+            roots_target: std::sync::OnceLock::new(),
+        })
     }
 
     /// Replaces the prompt registry (e.g. with a durable one).
@@ -70,8 +76,19 @@ impl HerdrService {
         }
     }
 
-    /// Starts the event cache's background loop and warms the API schema cache.
+    /// Makes `policy`'s managed roots follow the projects of Herdr's panes once
+    /// [`HerdrService::start`] runs (spec §2.1). `home` is never managed. Only the first
+    /// binding counts.
+    pub fn bind_policy(&self, policy: &crate::policy::Policy, home: Option<PathBuf>) {
+        let _ = self.roots_target.set((policy.clone(), home));
+    }
+
+    /// Starts the event cache's background loop (and the managed-roots follower when a
+    /// policy is bound) and warms the API schema cache.
     pub fn start(self: &Arc<Self>, cancel: CancellationToken) -> tokio::task::JoinHandle<()> {
+        if let Some((policy, home)) = self.roots_target.get() {
+            live_roots::spawn(Arc::clone(&self.cache), policy.clone(), home.clone(), cancel.clone());
+        }
         let me = Arc::clone(self);
         tokio::spawn(async move {
             if let Err(why) = me.schema.get().await {
@@ -141,6 +158,7 @@ pub fn attach(services: &mut crate::tools::Services, policy: &crate::policy::Pol
     };
     tracing::info!(socket = %config.socket_path.display(), cli = ?config.herdr_bin, "Herdr socket");
     let mut service = HerdrService::new(config, Some(bus));
+    service.bind_policy(policy, std::env::var_os("HOME").map(PathBuf::from));
     if let Some(db) = &services.state {
         service = service.with_prompt_store(Arc::new(prompt_store_sqlite::SqlitePromptStore::new(Arc::clone(db))));
     }

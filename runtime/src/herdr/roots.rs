@@ -67,9 +67,10 @@ pub async fn git_toplevel(dir: &Path) -> Option<PathBuf> {
     (!top.is_empty()).then(|| PathBuf::from(top))
 }
 
-/// A root is managed only if it is a git repo and neither `/` nor the home directory.
+/// A root is managed only if it is a git repo and neither `/` nor the home directory
+/// (nor a parent of it: that would serve the whole home).
 pub fn is_manageable(root: &Path, home: Option<&Path>) -> bool {
-    root.parent().is_some() && home.is_none_or(|h| root != h)
+    root.parent().is_some() && home.is_none_or(|h| !h.starts_with(root))
 }
 
 /// Groups every pane by project root, deepest roots first.
@@ -148,6 +149,7 @@ mod tests {
     fn root_and_home_are_never_managed() {
         assert!(!is_manageable(Path::new("/"), None));
         assert!(!is_manageable(Path::new("/home/u"), Some(Path::new("/home/u"))));
+        assert!(!is_manageable(Path::new("/home"), Some(Path::new("/home/u"))));
         assert!(is_manageable(Path::new("/home/u/repo"), Some(Path::new("/home/u"))));
     }
 

@@ -3,25 +3,30 @@
 //! tools consult it on every call, and tests build it directly (no process env).
 //!
 //! - [`roots`]: startup configuration of managed roots and write roots.
+//! - [`live_roots`]: the managed roots in force now (configured plus Herdr-derived).
 //! - [`paths`]: resolving a caller's path to a real path inside a managed root.
 //! - [`secret`]: the secret-like path denylist.
 //! - [`atomic`]: all-or-nothing file changes with rollback.
 
 pub mod atomic;
+pub mod live_roots;
 pub mod paths;
 pub mod roots;
 pub mod secret;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+pub use live_roots::LiveRoots;
 pub use paths::{Resolved, Target};
 
 /// The configured policy of this runtime.
 #[derive(Debug, Clone)]
 pub struct Policy {
-    /// Canonical managed roots, deepest first.
+    /// Canonical configured roots, deepest first. The roots in force at a given
+    /// moment ([`Policy::managed_roots`]) are these plus any that Herdr's panes add.
     pub roots: Vec<PathBuf>,
     /// `HERDR_MCP_READONLY=1`.
     pub readonly: bool,
@@ -30,6 +35,8 @@ pub struct Policy {
     /// Where relative paths are anchored: the first root as configured (before the
     /// deepest-first sort), so `--root A --root A/sub` still anchors at `A`.
     pub relative_base: Option<PathBuf>,
+    /// The managed roots in force now, shared by every clone of this policy.
+    live: LiveRoots,
 }
 
 /// Why a policy could not be built at startup (shown to the user as is).
@@ -83,7 +90,18 @@ impl Policy {
     pub fn for_tests(roots: Vec<PathBuf>) -> Self {
         let roots: Vec<PathBuf> = roots.into_iter().map(|r| r.canonicalize().unwrap_or(r)).collect();
         let relative_base = roots.first().cloned();
-        Policy { roots: roots::deepest_first(roots), readonly: false, write_roots: None, relative_base }
+        Policy::assemble(roots::deepest_first(roots), false, None, relative_base)
+    }
+
+    /// A policy whose live roots start as the configured ones.
+    pub(crate) fn assemble(
+        roots: Vec<PathBuf>,
+        readonly: bool,
+        write_roots: Option<Vec<PathBuf>>,
+        relative_base: Option<PathBuf>,
+    ) -> Self {
+        let live = LiveRoots::new(roots.clone());
+        Policy { roots, readonly, write_roots, relative_base, live }
     }
 
     /// This policy in read-only mode.
@@ -100,13 +118,48 @@ impl Policy {
     }
 
     /// The managed root that contains `path` (component-wise prefix), deepest first.
-    pub fn root_of(&self, path: &Path) -> Option<&Path> {
-        self.roots.iter().find(|r| path.starts_with(r)).map(PathBuf::as_path)
+    pub fn root_of(&self, path: &Path) -> Option<PathBuf> {
+        self.live.with(|roots| roots.iter().find(|r| path.starts_with(r)).cloned())
+    }
+
+    /// The managed roots in force now, deepest first.
+    pub fn managed_roots(&self) -> Arc<Vec<PathBuf>> {
+        self.live.snapshot()
+    }
+
+    /// Whether `root` is exactly one of the managed roots in force now.
+    pub fn is_managed_root(&self, root: &Path) -> bool {
+        self.live.with(|roots| roots.iter().any(|r| r == root))
     }
 
     /// The managed roots as strings, for refusals and reports.
     pub fn roots_json(&self) -> Value {
-        json!(self.roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>())
+        self.live.with(|roots| json!(roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>()))
+    }
+
+    /// Makes the managed roots the configured ones plus `derived` (roots Herdr's panes
+    /// work in). A derived root must be an existing directory and is never `/`, `home`
+    /// or a parent of `home`; refused ones are skipped. Returns whether the set changed.
+    pub fn set_derived_roots(&self, derived: &[PathBuf], home: Option<&Path>) -> bool {
+        let home = home.map(|h| h.canonicalize().unwrap_or_else(|_| h.to_path_buf()));
+        let mut all = self.roots.clone();
+        for root in derived {
+            let Ok(canonical) = root.canonicalize() else { continue };
+            if !canonical.is_dir() {
+                continue;
+            }
+            if let Some(why) = live_roots::refusal_of(&canonical, home.as_deref()) {
+                tracing::debug!(root = %canonical.display(), "not a managed root: {why}");
+                continue;
+            }
+            all.push(canonical);
+        }
+        self.live.replace(roots::deepest_first(all))
+    }
+
+    /// Changes whenever the managed roots change.
+    pub fn roots_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.live.changes()
     }
 
     /// Steps 1 and 2 of the mutation gate (spec §2.4): read-only mode, then the

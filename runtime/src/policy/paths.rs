@@ -44,7 +44,7 @@ impl Policy {
     /// Resolves an existing file or directory.
     pub fn resolve_existing(&self, raw: &str) -> Result<Resolved, Refusal> {
         let lexical = self.normalize(raw)?;
-        let Some(root) = self.root_of(&lexical).map(Path::to_path_buf) else {
+        let Some(root) = self.root_of(&lexical) else {
             return self.outside_or_aliased(raw, &lexical);
         };
         deny_secret(&lexical, &root)?;
@@ -61,13 +61,13 @@ impl Policy {
     pub fn resolve_target(&self, raw: &str) -> Result<Target, Refusal> {
         let lexical = self.normalize(raw)?;
         let root = match self.root_of(&lexical) {
-            Some(root) => root.to_path_buf(),
+            Some(root) => root,
             None => {
                 // A parent reached through an alias (e.g. /tmp → /private/tmp) may
                 // still be inside a root once canonicalized.
                 let parent_real = lexical.parent().and_then(|p| p.canonicalize().ok());
                 match parent_real.as_deref().and_then(|p| self.root_of(p)) {
-                    Some(root) => root.to_path_buf(),
+                    Some(root) => root,
                     None => return Err(self.outside(raw)),
                 }
             }
@@ -174,7 +174,7 @@ impl Policy {
     /// directory such as macOS `/tmp`) whose real path is inside a root.
     fn outside_or_aliased(&self, raw: &str, lexical: &Path) -> Result<Resolved, Refusal> {
         let Ok(real) = lexical.canonicalize() else { return Err(self.outside(raw)) };
-        let Some(root) = self.root_of(&real).map(Path::to_path_buf) else { return Err(self.outside(raw)) };
+        let Some(root) = self.root_of(&real) else { return Err(self.outside(raw)) };
         deny_secret(&real, &root)?;
         Ok(Resolved { real, root })
     }

@@ -64,7 +64,7 @@ pub fn build(s: &Settings<'_>) -> Result<Policy, PolicyError> {
                 .collect::<Result<Vec<_>, _>>()?,
         ),
     };
-    Ok(Policy { roots: deepest_first(roots), readonly: s.readonly == Some("1"), write_roots, relative_base })
+    Ok(Policy::assemble(deepest_first(roots), s.readonly == Some("1"), write_roots, relative_base))
 }
 
 /// Sorts roots so that a path is matched by its innermost root first.
@@ -159,8 +159,8 @@ mod tests {
         assert_eq!(p.roots, vec![b.clone(), a.clone()]);
         assert_eq!(p.relative_base.as_deref(), Some(a.as_path()));
         assert!(p.readonly);
-        assert_eq!(p.root_of(&b.join("x")), Some(b.as_path()));
-        assert_eq!(p.root_of(&a.join("x")), Some(a.as_path()));
+        assert_eq!(p.root_of(&b.join("x")), Some(b.clone()));
+        assert_eq!(p.root_of(&a.join("x")), Some(a.clone()));
     }
 
     #[test]

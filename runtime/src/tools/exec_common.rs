@@ -93,9 +93,9 @@ pub async fn busy_check(ctx: &ToolContext, root: &std::path::Path, confirm_busy:
     ))
 }
 
-/// Every root a command may run in: the configured ones plus live workspace roots.
+/// Every root a command may run in: the managed roots in force plus live workspace roots.
 pub async fn managed_roots(ctx: &ToolContext) -> Vec<PathBuf> {
-    let mut roots = ctx.policy.roots.clone();
+    let mut roots = ctx.policy.managed_roots().to_vec();
     if let Some(source) = &ctx.services.workspaces {
         for w in source.workspaces().await {
             for r in w.roots {

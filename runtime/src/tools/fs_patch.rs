@@ -122,7 +122,7 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
 fn project_root(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolOutput> {
     let lexical = ctx.policy.normalize(raw).map_err(ToolOutput::from)?;
     let real = lexical.canonicalize().unwrap_or(lexical);
-    if ctx.policy.roots.contains(&real) {
+    if ctx.policy.is_managed_root(&real) {
         return Ok(real);
     }
     Err(ToolOutput::refusal(
@@ -219,7 +219,7 @@ fn absolute(root: &Path, raw: &str) -> String {
 fn same_project(ctx: &ToolContext, root: &Path, raw: &str) -> Result<String, ToolOutput> {
     let full = absolute(root, raw);
     let lexical = ctx.policy.normalize(&full).map_err(ToolOutput::from)?;
-    if !lexical.starts_with(root) || ctx.policy.root_of(&lexical) != Some(root) {
+    if !lexical.starts_with(root) || ctx.policy.root_of(&lexical).as_deref() != Some(root) {
         return Err(cross_project(root, raw));
     }
     Ok(full)

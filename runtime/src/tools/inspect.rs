@@ -83,7 +83,8 @@ fn run(ctx: &ToolContext, _args: &Map<String, Value>) -> ToolOutput {
             })
         })
         .collect();
-    let roots: Vec<String> = policy.roots.iter().map(|r| r.display().to_string()).collect();
+    // The roots in force now: with Herdr, those of its panes' projects are included.
+    let roots: Vec<String> = policy.managed_roots().iter().map(|r| r.display().to_string()).collect();
     let default_cwd = policy.relative_base.as_ref().map(|p| p.display().to_string());
     let (tool_count, hash) = contract_identity();
     let build = json!({
