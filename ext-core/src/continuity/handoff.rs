@@ -29,6 +29,28 @@ pub const MAX_PACKET_CHARS: usize = 24_000;
 /// How long transfer records are kept.
 pub const TRANSFER_KEEP_MS: u64 = 7 * 24 * 60 * 60 * 1_000;
 
+/// How long the source conversation has to write its packet before the configured LLM
+/// may summarise the transcript instead.
+pub const FALLBACK_GRACE_MS: u64 = 60_000;
+/// Longest transcript handed to the fallback summariser (head and tail kept).
+pub const MAX_FALLBACK_TRANSCRIPT_CHARS: usize = 70_000;
+
+/// A transcript cut to [`MAX_FALLBACK_TRANSCRIPT_CHARS`]: the start (the task) and the end
+/// (the latest state) are kept, the middle is replaced by a marker.
+pub fn bounded_transcript(text: &str) -> String {
+    let count = text.chars().count();
+    if count <= MAX_FALLBACK_TRANSCRIPT_CHARS {
+        return text.to_owned();
+    }
+    let marker = format!("\n\n[… {} characters omitted …]\n\n", count - MAX_FALLBACK_TRANSCRIPT_CHARS);
+    let keep = MAX_FALLBACK_TRANSCRIPT_CHARS.saturating_sub(marker.chars().count());
+    let head = keep / 3;
+    let tail = keep - head;
+    let head_text: String = text.chars().take(head).collect();
+    let tail_text: String = text.chars().skip(count - tail).collect();
+    format!("{head_text}{marker}{tail_text}")
+}
+
 /// `ht:<ms base36>:<nonce base36>`; the nonce comes from the caller's randomness.
 pub fn transfer_id(now_ms: u64, nonce: u64) -> String {
     format!("ht:{}:{}", base36(now_ms), base36(nonce))
@@ -273,6 +295,26 @@ impl Transfer {
             Err(PacketError::Missing | PacketError::Unterminated) => Ok(false),
             Err(e) => Err(HandoffError::Packet(e)),
         }
+    }
+
+    /// Whether the source has had its grace period and the fallback summariser may run.
+    pub fn fallback_due(&self, now_ms: u64) -> bool {
+        self.status == TransferStatus::SummaryRequested && now_ms.saturating_sub(self.created_at_ms) >= FALLBACK_GRACE_MS
+    }
+
+    /// Where the target conversation is opened: a Project's launcher for a Project
+    /// binding, else the site's new-chat page (the origin of the source conversation).
+    pub fn launch_url(&self) -> String {
+        if self.source_scope == BindingScope::Project {
+            return self.source_conv_key.clone();
+        }
+        let origin_end = self
+            .source_page_key
+            .find("://")
+            .map(|i| i + 3)
+            .and_then(|start| self.source_page_key[start..].find('/').map(|j| start + j))
+            .unwrap_or(self.source_page_key.len());
+        format!("{}/", &self.source_page_key[..origin_end])
     }
 
     /// A packet from elsewhere (the configured LLM's summary after the grace period).
@@ -619,6 +661,39 @@ mod tests {
         assert!(ts.get(&id).is_some());
         ts.prune(10 + TRANSFER_KEEP_MS);
         assert!(ts.get(&id).is_none());
+    }
+
+    #[test]
+    fn fallback_waits_out_the_grace_period_and_bounds_the_transcript() {
+        let b = bound();
+        let (ts, id) = started(&b);
+        let t = ts.get(&id).unwrap();
+        assert!(!t.fallback_due(10 + FALLBACK_GRACE_MS - 1));
+        assert!(t.fallback_due(10 + FALLBACK_GRACE_MS));
+        let short = "a".repeat(MAX_FALLBACK_TRANSCRIPT_CHARS);
+        assert_eq!(bounded_transcript(&short), short);
+        let long = format!("TASK{}LATEST", "é".repeat(MAX_FALLBACK_TRANSCRIPT_CHARS));
+        let cut = bounded_transcript(&long);
+        assert_eq!(cut.chars().count(), MAX_FALLBACK_TRANSCRIPT_CHARS);
+        assert!(cut.starts_with("TASK") && cut.ends_with("LATEST") && cut.contains("characters omitted"));
+    }
+
+    #[test]
+    fn targets_open_at_the_project_launcher_or_the_site_root() {
+        let b = bound();
+        let (ts, id) = started(&b);
+        assert_eq!(ts.get(&id).unwrap().launch_url(), "https://chat.z.ai/");
+        let project = ConvTarget::Project {
+            site: "chatgpt".into(),
+            project_id: "g-p-1".into(),
+            project_key: "https://chatgpt.com/g/g-p-1".into(),
+            active_conv_key: Some("https://chatgpt.com/g/g-p-1/c/A".into()),
+        };
+        let mut pb = Bindings::default();
+        pb.bind(&project, WorkspaceRef::Herdr { id: "w1".into() }, None, None, 0).unwrap();
+        let mut ts = Transfers::default();
+        let t = ts.start(&pb, &project, "https://chatgpt.com/g/g-p-1/c/A", "", ID.into(), 0).unwrap();
+        assert_eq!(t.launch_url(), "https://chatgpt.com/g/g-p-1");
     }
 
     #[test]
