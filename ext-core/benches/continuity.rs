@@ -5,6 +5,7 @@
 //!   64 KiB chunks, as the native port delivers it;
 //! - `Continuity::on_push_event` over a working/settled/output cycle with 100 bindings on
 //!   10 workspaces (every settle renders wakes with roster and output).
+//!
 //! Criterion statistics follow for the same cases.
 
 use std::hint::black_box;

@@ -29,7 +29,9 @@
 //! - [`wake`]: the per-binding decisions (`round`, `partial`, `exec`; duplicates never
 //!   wake twice; `hello` reconciles a settle missed offline).
 //! - [`progress`]: progress ticks ([`ProgressSettings`], default 60 s tick / 1200 s
-//!   cooldown, 0 = off, max 86 400) and the output fingerprint.
+//!   cooldown, 0 = off, max 86 400) and the output fingerprint. A tick reports a working
+//!   pane's `agent_output`, else its summary, else its terminal title — so passing a fresh
+//!   `/push/state` to `on_state` before ticking keeps titles current.
 //! - [`render`]: wake texts in English, Chinese and Japanese ([`Lang::from_tag`]), each
 //!   starting with a fixed prefix ([`render::is_wake_text`]).
 //! - [`delivery_guard`]: [`DeliveryGuard`] — `begin(tab, &wake, now)` (one in flight per

@@ -205,9 +205,16 @@ impl Continuity {
                 let key = wake::settle_key(*seq, at.as_deref(), pane);
                 let still_working = ws.as_deref().map(|w| self.fleet.working_in(w)).unwrap_or_default();
                 let agent = agent.clone().or_else(|| self.fleet.agents.get(pane).and_then(|a| a.name.clone())).unwrap_or_default();
+                let settings = self.settings.progress;
                 for b in self.bindings.iter_mut().filter(|b| ws.is_some() && b.workspace.herdr_id() == ws.as_deref()) {
+                    let was_working = b.status == BindingStatus::Working;
                     if let Some(d) = wake::on_settled(b, pane, &agent, *status, &key, &still_working, now_ms) {
                         self.held.push(Held { binding_key: b.key.clone(), decision: d, deadline_ms: now_ms.saturating_add(OUTPUT_WAIT_MS) });
+                    }
+                    // Learning from a settle that others still work starts a round too.
+                    if !was_working && b.status == BindingStatus::Working {
+                        let baseline = self.fleet.activity_in(&still_working).unwrap_or("");
+                        progress::arm(&mut b.progress, settings, baseline, now_ms);
                     }
                 }
             }

@@ -253,3 +253,24 @@ fn progress_falls_back_to_the_terminal_title_the_picture_carries() {
     assert_eq!(w.len(), 1, "{actions:?}");
     assert!(w[0].text.contains("Writing tests"), "{}", w[0].text);
 }
+
+#[test]
+fn a_round_first_seen_through_a_settle_is_armed_for_progress() {
+    let mut c = Continuity::default();
+    c.on_push_event(working("p1"), 0);
+    c.on_push_event(working("p2"), 0);
+    c.bind(&target(CONV), w1(), None, None, 1).unwrap();
+    c.set_auto(CONV, true);
+    // The binding was idle-bound earlier in another picture: simulate by unarming it.
+    c.bindings_mut().iter_mut().for_each(|b| {
+        b.status = BindingStatus::Idle;
+        b.working_panes.clear();
+        b.progress = Default::default();
+    });
+    c.on_push_event(settled("p1", 5), 1_000);
+    let b = c.bindings().iter().next().unwrap();
+    assert_eq!(b.status, BindingStatus::Working, "p2 still works");
+    assert_eq!(b.progress.next_tick_at_ms, 61_000, "progress armed at the settle");
+    c.on_push_event(settled("p2", 6), 2_000);
+    assert_eq!(wakes(&c.on_tick(2_000 + OUTPUT_WAIT_MS)).len(), 1, "the round is reported");
+}
