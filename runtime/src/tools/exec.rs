@@ -20,7 +20,7 @@ use super::exec_common::{self, MAX_COMMAND_BYTES};
 use super::{Access, BoxFuture, Handler, ToolContext, ToolOutput, ToolSpec};
 use crate::exec::idempotency::{self, Claim, Idempotency, Intent};
 use crate::exec::workspaces::Workspace;
-use crate::exec::{Session, Stream, steps, structured};
+use crate::exec::{Session, Stream, compact, steps, structured};
 
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 pub const MAX_TIMEOUT_MS: u64 = 60_000;
@@ -311,6 +311,11 @@ fn completed(session: &Session, ws: &Workspace, root: &std::path::Path, warnings
     if truncated {
         p["truncated"] = json!(true);
         p["output_offset"] = json!(output_offset);
+    } else if exit_code == Some(0) {
+        // The whole output of a successful command: long output is compacted as
+        // herdr_exec_read does, with offsets into its `both` stream.
+        let all = session.read(Stream::Both, 0, OUTPUT_WINDOW_BYTES);
+        compact::apply(&mut p, "output", &all.read.bytes);
     }
     if let Some(sig) = signal {
         p["signal"] = json!(sig);

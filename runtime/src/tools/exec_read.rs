@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 
 use super::common::{MAX_SAFE_INTEGER, object_schema, req_str, str_arg, u64_arg};
 use super::{Access, BoxFuture, Handler, ToolContext, ToolOutput, ToolSpec, exec_common};
-use crate::exec::Stream;
+use crate::exec::{Stream, compact};
 
 pub const DEFAULT_LIMIT: u64 = 65_536;
 pub const MAX_LIMIT: u64 = 262_144;
@@ -20,7 +20,10 @@ pub fn spec() -> ToolSpec {
             "was written): pass the returned next_offset as offset to continue where the last read stopped. The ",
             "runtime keeps the most recent 512 KiB of each stream; when older bytes were dropped, truncated is ",
             "true and the read starts at the oldest byte still held. running, exit_code and signal tell whether ",
-            "and how the command ended. A session from before a runtime restart answers ",
+            "and how the command ended. A complete read from offset 0 of a command that succeeded with more than ",
+            "8192 bytes or 80 lines of output comes back compacted (compacted:true, counts): its first 20 and last ",
+            "40 lines, or a uniform JSON array of objects as a $herdr_table of columns and rows; read from a ",
+            "later offset (counts names the omitted byte range) to see the rest verbatim. A session from before a runtime restart answers ",
             "session_recovered_after_restart with what is known about it."
         ),
         input_schema: schema,
@@ -62,7 +65,7 @@ async fn read(ctx: &ToolContext, args: &Map<String, Value>) -> Result<ToolOutput
     // Exit first, then output: a session seen as ended has all its output captured.
     let exit = session.exit();
     let r = session.read(stream, offset, limit);
-    Ok(ToolOutput::payload(json!({
+    let mut payload = json!({
         "ok": true,
         "session_id": session.id,
         "running": exit.is_none(),
@@ -76,5 +79,12 @@ async fn read(ctx: &ToolContext, args: &Map<String, Value>) -> Result<ToolOutput
         "bytes_total": r.stream_total,
         "progress": exec_common::progress(&session, r.read.next_offset),
         "text": String::from_utf8_lossy(&r.read.bytes),
-    })))
+    });
+    // Only a read of everything a successful command wrote may be shortened; any
+    // other read (a later offset, a partial window, lost bytes) is returned verbatim.
+    let whole = offset == 0 && r.read.offset == 0 && !r.read.truncated && r.read.next_offset == r.stream_total;
+    if whole && exit.as_ref().is_some_and(|e| e.exit_code == Some(0)) {
+        compact::apply(&mut payload, "text", &r.read.bytes);
+    }
+    Ok(ToolOutput::payload(payload))
 }

@@ -100,12 +100,20 @@ impl Rig {
         .unwrap_or_else(|| panic!("session {session_id} did not end within {DEADLINE:?}"))
     }
 
-    /// Reads a whole stream by following next_offset.
+    /// Reads a whole stream verbatim by following next_offset. A whole offset-0 read
+    /// may come back compacted; then the first page is taken again as a single byte,
+    /// which is never compacted.
     pub async fn read_all(&self, session_id: &str, stream: &str) -> (String, bool) {
         let (mut text, mut offset, mut truncated) = (String::new(), 0u64, false);
+        let mut first_limit = 262_144;
         loop {
-            let r = self.read(session_id, stream, offset, 262_144).await;
+            let limit = if offset == 0 { first_limit } else { 262_144 };
+            let r = self.read(session_id, stream, offset, limit).await;
             assert_eq!(r["ok"], true, "{r}");
+            if r["compacted"] == true {
+                first_limit = 1;
+                continue;
+            }
             truncated |= r["truncated"] == true;
             text.push_str(r["text"].as_str().unwrap());
             let next = r["next_offset"].as_u64().unwrap();
