@@ -387,7 +387,10 @@ impl Bindings {
         if let ConvTarget::Project { project_key, active_conv_key: Some(active), .. } = target {
             self.set_project_active(project_key, active, Some(tab.id), now_ms);
         }
-        for b in self.rows.values_mut().filter(|b| b.delivered_to(target)) {
+        // A pending binding belongs to the tab it was made in: another tab opening the site's
+        // new-chat page must not take it (its first conversation would then inherit it).
+        let owns = |b: &Binding| b.scope != BindingScope::Pending || b.tab_id.is_none_or(|t| t == tab.id);
+        for b in self.rows.values_mut().filter(|b| b.delivered_to(target) && owns(b)) {
             b.tab_id = Some(tab.id);
             b.tab_url = Some(tab.url.clone());
             b.last_seen_at_ms = now_ms;
@@ -590,6 +593,16 @@ mod tests {
         assert!(b.register_page(&zai("https://chat.z.ai/c/B"), &TabRef { id: 7, url: "b".into() }, 4).is_empty());
         assert!(b.get("https://chat.z.ai/c/A::w1").is_some());
         assert!(b.get("https://chat.z.ai/c/B::w1").is_none());
+    }
+
+    #[test]
+    fn another_tab_on_the_new_chat_page_does_not_take_a_pending_binding() {
+        let mut b = Bindings::default();
+        b.bind(&root("z.ai", "https://chat.z.ai"), ws("w1"), None, tab(7, "https://chat.z.ai/"), 1).unwrap();
+        b.register_page(&root("z.ai", "https://chat.z.ai"), &TabRef { id: 8, url: "https://chat.z.ai/".into() }, 2);
+        assert_eq!(b.get("https://chat.z.ai::w1").unwrap().tab_id, Some(7));
+        assert!(b.register_page(&zai("https://chat.z.ai/c/X"), &TabRef { id: 8, url: "x".into() }, 3).is_empty());
+        assert_eq!(b.register_page(&zai("https://chat.z.ai/c/A"), &TabRef { id: 7, url: "a".into() }, 4).len(), 1);
     }
 
     #[test]
