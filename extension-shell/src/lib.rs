@@ -4,6 +4,7 @@
 //! plain Rust tested natively; the `wasm` half (native port, conversations, storage) only runs
 //! inside the service worker, behind the thin `sw.js` bootstrap.
 
+pub mod continuity_handoff;
 pub mod continuity_page;
 pub mod continuity_pending;
 pub mod conversation_state;

@@ -222,6 +222,9 @@ fn auto_on(conv_key_of_binding: &str) -> bool {
 async fn deliver_order(order: WakeOrder, trigger: Trigger) -> Value {
     let binding = STATE.with(|s| s.borrow().core.bindings().get(&order.binding_key).cloned());
     let Some(binding) = binding else { return json!({ "ok": false, "error": "not-found" }) };
+    if super::handoff::blocks_wakes(&binding.conv_key) {
+        return json!({ "ok": false, "error": "handoff_active" });
+    }
     if trigger != Trigger::Manual && !auto_on(&binding.conv_key) {
         // Nothing is ever sent automatically while Auto is off.
         return json!({ "ok": false, "error": "disabled" });
@@ -461,4 +464,11 @@ pub fn state() -> Value {
             "guard": delivery::guard_state(),
         })
     })
+}
+
+/// Runs `f` on the continuity state and saves it (the handoff's commit moves bindings).
+pub fn with_core<R>(f: impl FnOnce(&mut Continuity) -> R) -> R {
+    let result = STATE.with(|s| f(&mut s.borrow_mut().core));
+    persist();
+    result
 }

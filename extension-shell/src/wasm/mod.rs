@@ -6,6 +6,7 @@ mod continuity;
 mod continuity_delivery;
 mod continuity_io;
 mod continuity_stream;
+mod handoff;
 mod io;
 mod port;
 mod store;
@@ -44,6 +45,7 @@ pub async fn start() -> Result<(), JsValue> {
     }
     port::ensure_connected();
     continuity::start();
+    handoff::start();
     wasm_bindgen_futures::spawn_local(async {
         let _ = bridge::fetch_catalog().await;
     });
@@ -139,6 +141,9 @@ async fn route(message: Value, sender: Value) -> Value {
         "h2w_send_pending" if from_extension_page(&sender) => continuity::send_pending(&message).await,
         "h2w_dismiss_pending" if from_extension_page(&sender) => continuity::dismiss_pending(&message),
         "h2w_continuity_state" if from_extension_page(&sender) => continuity::state(),
+        "h2w_handoff_start" if from_extension_page(&sender) => handoff::start_handoff(&message).await,
+        "h2w_handoff_cancel" if from_extension_page(&sender) => handoff::cancel(&message),
+        "h2w_handoff_state" if from_extension_page(&sender) => handoff::state(),
         "h2w_status" if from_extension_page(&sender) => status().await,
         "h2w_set_site" if from_extension_page(&sender) => set_site(&text("site"), message.get("enabled") == Some(&Value::Bool(true))).await,
         _ => refused("unsupported_message"),

@@ -252,6 +252,11 @@
       sendText(String(message.text ?? '')).then(sendResponse);
       return true;
     }
+    // The page as the adapter reads it, for the handoff (packet, seed confirmation).
+    if (message?.type === 'h2w_snapshot') {
+      sendResponse({ ok: true, snapshot: snapshot() });
+      return false;
+    }
     if (message?.type === 'h2w_indicator') indicate(message.text, message.final);
     if (message?.type === 'h2w_fold_now') scheduleReport(0);
     sendResponse({ ok: true });
