@@ -18,7 +18,8 @@ pub struct Failure {
     pub delivery_state: DeliveryState,
     pub request_id: Option<String>,
     pub workstation_id: Option<String>,
-    pub details: Option<Value>,
+    /// Boxed: rare, and keeps `Result<_, Failure>` small.
+    pub details: Option<Box<Value>>,
 }
 
 impl Failure {
@@ -55,7 +56,7 @@ impl Failure {
     }
 
     pub fn with_details(mut self, details: Value) -> Self {
-        self.details = Some(details);
+        self.details = Some(Box::new(details));
         self
     }
 
@@ -88,7 +89,7 @@ impl Failure {
             p["requires_human"] = json!(false);
         }
         if let Some(d) = &self.details {
-            p["details"] = d.clone();
+            p["details"] = (**d).clone();
         }
         p
     }

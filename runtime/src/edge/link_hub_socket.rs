@@ -163,12 +163,15 @@ async fn run(hub: Arc<LinkHub>, device: DeviceInfo, mut socket: WebSocket) {
         code: None,
         message: None,
     });
-    if socket.send(Message::Text(ack.encode().into())).await.is_err() {
-        return;
-    }
+    // Registered before the ack is written: requests routed meanwhile wait in
+    // the channel and reach the link after its hello_ack, never before.
     let (tx, mut rx) = mpsc::unbounded_channel();
     let conn = Arc::new(LinkConn::new(hub.next_conn_id(), device, hello, tx));
     hub.register(Arc::clone(&conn));
+    if socket.send(Message::Text(ack.encode().into())).await.is_err() {
+        hub.unregister(&conn);
+        return;
+    }
     tracing::info!(workstation = %conn.device.workstation_id, conn = conn.conn_id, "link up");
     let (mut sink, mut stream) = socket.split();
     let mut ping = tokio::time::interval(PING_EVERY);

@@ -1,0 +1,361 @@
+//! The link's refusals, each with its exact answer: HTTP codes before the
+//! upgrade, hello_ack failures and WebSocket close codes after it. A raw
+//! WebSocket client plays the link so every malformed frame can be sent; it
+//! also plays a workstation answering (or not) forwarded requests.
+
+mod edge_support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use edge_support::*;
+use futures::{SinkExt, StreamExt};
+use herdr_mcp::edge::forward::local_runtime_contract;
+use herdr_mcp::edge::link_hub::LinkHub;
+use herdr_mcp::edge::link_hub_auth::auth_subprotocol;
+use herdr_mcp::edge::relay;
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+
+type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+const WAIT: Duration = Duration::from_secs(15);
+
+struct Fixture {
+    edge: InProc,
+    hub: Arc<LinkHub>,
+    devices: Arc<TestDevices>,
+}
+
+async fn fixture() -> Fixture {
+    let devices = Arc::new(TestDevices::default());
+    devices.add("dev_one", "one", "devsec_one");
+    devices.add("dev_two", "two", "devsec_two");
+    devices.add("dev_susp", "susp", "devsec_susp");
+    devices.set_authorization("dev_susp", "suspended");
+    devices.add("dev_gone", "gone", "devsec_gone");
+    devices.set_authorization("dev_gone", "revoked");
+    let (edge, hub) = InProc::start_linked(devices.clone()).await;
+    Fixture { edge, hub, devices }
+}
+
+/// Opens `/ws/<ws>` with the given subprotocol header and bearer; the socket or
+/// the refusal's (status, JSON body).
+async fn open(f: &Fixture, ws: &str, protocols: Option<&str>, bearer: Option<&str>) -> Result<Ws, (u16, Value)> {
+    let url = format!("{}/ws/{ws}", f.edge.issuer.replace("http://", "ws://"));
+    let mut req = url.into_client_request().unwrap();
+    if let Some(p) = protocols {
+        req.headers_mut().insert("sec-websocket-protocol", p.parse().unwrap());
+    }
+    if let Some(b) = bearer {
+        req.headers_mut().insert("authorization", format!("Bearer {b}").parse().unwrap());
+    }
+    match tokio_tungstenite::connect_async(req).await {
+        Ok((ws, resp)) => {
+            assert_eq!(resp.headers().get("sec-websocket-protocol").unwrap(), relay::SUBPROTOCOL);
+            Ok(ws)
+        }
+        Err(WsError::Http(resp)) => {
+            let body = resp.body().as_deref().map(|b| serde_json::from_slice(b).unwrap_or(Value::Null)).unwrap_or(Value::Null);
+            Err((resp.status().as_u16(), body))
+        }
+        Err(e) => panic!("unexpected WebSocket error: {e}"),
+    }
+}
+
+fn offer(secret: &str) -> String {
+    format!("{}, {}", relay::SUBPROTOCOL, auth_subprotocol(secret))
+}
+
+fn hello(ws: &str) -> Value {
+    let (_, (epoch, hash)) = local_runtime_contract();
+    json!({
+        "protocol_version": 1, "kind": "hello", "workstation_id": ws, "boot_id": "boot-1", "link_version": "test",
+        "capabilities": [], "runtime": {"runtime_version": "0.1.0", "contract_epoch": epoch, "contract_hash": hash},
+    })
+}
+
+async fn next_text(ws: &mut Ws) -> Value {
+    loop {
+        match tokio::time::timeout(WAIT, ws.next()).await.expect("a frame in time") {
+            Some(Ok(Message::Text(t))) => return serde_json::from_str(t.as_str()).unwrap(),
+            Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+            other => panic!("expected a text frame, got {other:?}"),
+        }
+    }
+}
+
+/// Reads until the edge closes; its (code, reason).
+async fn close_of(ws: &mut Ws) -> (u16, String) {
+    loop {
+        match tokio::time::timeout(WAIT, ws.next()).await.expect("a close in time") {
+            Some(Ok(Message::Close(Some(f)))) => return (u16::from(f.code), f.reason.to_string()),
+            Some(Ok(Message::Close(None))) | None => panic!("closed without a code"),
+            Some(Err(e)) => panic!("socket error instead of a close: {e}"),
+            Some(Ok(_)) => continue,
+        }
+    }
+}
+
+async fn send(ws: &mut Ws, v: &Value) {
+    ws.send(Message::Text(v.to_string().into())).await.unwrap();
+}
+
+/// A link on `ws` that said hello and got a successful hello_ack.
+async fn linked(f: &Fixture, ws: &str, secret: &str) -> Ws {
+    let mut sock = open(f, ws, Some(&offer(secret)), None).await.expect("upgrade");
+    send(&mut sock, &hello(ws)).await;
+    let ack = next_text(&mut sock).await;
+    assert_eq!((ack["kind"].as_str(), ack["ok"].as_bool()), (Some("hello_ack"), Some(true)), "{ack}");
+    let hub = Arc::clone(&f.hub);
+    let id = ws.to_string();
+    tokio::time::timeout(WAIT, async move {
+        while hub.link(&id).is_none() {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("registered");
+    sock
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upgrade_refusals() {
+    let f = fixture().await;
+    type Case<'a> = (&'a str, Option<String>, Option<&'a str>, u16, &'a str);
+    let cases: Vec<Case> = vec![
+        ("dev_one", None, None, 400, "bad_request"),
+        ("dev_one", Some(auth_subprotocol("devsec_one")), None, 400, "bad_request"),
+        ("dev_one", Some(format!("{}, {}", offer("devsec_one"), auth_subprotocol("devsec_one"))), None, 400, "bad_request"),
+        ("dev_one", Some(format!("{}, herdr-auth.zz", relay::SUBPROTOCOL)), None, 400, "bad_request"),
+        ("bad!id", Some(offer("devsec_one")), None, 400, "bad_request"),
+        ("dev_one", Some(relay::SUBPROTOCOL.to_string()), None, 401, "link_auth_failed"),
+        ("dev_one", Some(offer("devsec_wrong")), None, 401, "link_auth_failed"),
+        ("dev_one", Some(offer("devsec_two")), None, 401, "link_auth_failed"),
+        ("dev_nobody", Some(offer("devsec_one")), None, 401, "device_not_found"),
+        ("dev_susp", Some(offer("devsec_susp")), None, 401, "device_suspended"),
+        ("dev_gone", Some(offer("devsec_gone")), None, 401, "device_revoked"),
+    ];
+    for (ws, protocols, bearer, status, code) in cases {
+        let (got, body) = open(&f, ws, protocols.as_deref(), bearer).await.err().unwrap_or_else(|| panic!("{ws} {protocols:?} was accepted"));
+        assert_eq!((got, body["code"].as_str()), (status, Some(code)), "{ws} {protocols:?}: {body}");
+        assert_eq!(body["retryable"], false);
+    }
+    // The bearer header works in place of the herdr-auth entry.
+    let sock = open(&f, "dev_one", Some(relay::SUBPROTOCOL), Some("devsec_one")).await;
+    assert!(sock.is_ok());
+    // A plain GET with the right offer is not an upgrade.
+    let r = f.edge.http.get_with("/ws/dev_one", &[("sec-websocket-protocol", &offer("devsec_one"))]).await;
+    assert_eq!((r.status, r.json()["code"].as_str()), (400, Some("bad_request")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hello_refusals() {
+    let f = fixture().await;
+    let first_frames: Vec<(Message, u16)> = vec![
+        (Message::Text(json!({"protocol_version": 1, "kind": "heartbeat", "workstation_id": "dev_one", "boot_id": "b", "sent_at_ms": 1, "active_requests": 0}).to_string().into()), relay::close::POLICY),
+        (Message::Binary(vec![1, 2, 3].into()), relay::close::UNSUPPORTED_DATA),
+        (Message::Text("{not json".into()), relay::close::POLICY),
+        (Message::Text(json!({"protocol_version": 2, "kind": "hello"}).to_string().into()), relay::close::POLICY),
+        (Message::Text(format!("{{\"pad\":\"{}\"}}", "x".repeat(relay::MAX_EDGE_INBOUND)).into()), relay::close::TOO_BIG),
+    ];
+    for (msg, code) in first_frames {
+        let mut sock = open(&f, "dev_one", Some(&offer("devsec_one")), None).await.unwrap();
+        sock.send(msg).await.unwrap();
+        assert_eq!(close_of(&mut sock).await.0, code);
+    }
+    let mut wrong_contract = hello("dev_one");
+    wrong_contract["runtime"]["contract_hash"] = json!(format!("sha256:{}", "0".repeat(64)));
+    let mut no_runtime = hello("dev_one");
+    no_runtime.as_object_mut().unwrap().remove("runtime");
+    for (h, code) in [(hello("dev_two"), "workstation_mismatch"), (wrong_contract, "contract_mismatch"), (no_runtime, "contract_mismatch")] {
+        let mut sock = open(&f, "dev_one", Some(&offer("devsec_one")), None).await.unwrap();
+        send(&mut sock, &h).await;
+        let ack = next_text(&mut sock).await;
+        assert_eq!((ack["kind"].as_str(), ack["ok"].as_bool(), ack["code"].as_str()), (Some("hello_ack"), Some(false), Some(code)), "{ack}");
+        assert_eq!(close_of(&mut sock).await.0, relay::close::POLICY);
+        assert!(f.hub.link("dev_one").is_none());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frames_after_hello_are_strict() {
+    let f = fixture().await;
+    let base = json!({"protocol_version": 1, "workstation_id": "dev_one"});
+    let with = |extra: Value| {
+        let mut v = base.clone();
+        for (k, val) in extra.as_object().unwrap() {
+            v[k] = val.clone();
+        }
+        v
+    };
+    let heartbeat = with(json!({"kind": "heartbeat", "boot_id": "b", "sent_at_ms": 1, "active_requests": 0}));
+    let mut unknown_field = heartbeat.clone();
+    unknown_field["mood"] = json!("fine");
+    let mut other_ws = heartbeat.clone();
+    other_ws["workstation_id"] = json!("dev_two");
+    let mut v2 = heartbeat.clone();
+    v2["protocol_version"] = json!(2);
+    let cases: Vec<(&str, Value, &str)> = vec![
+        ("unknown kind", with(json!({"kind": "gossip"})), "unknown"),
+        ("retired kind", with(json!({"kind": "response", "request_id": "r"})), "retired"),
+        ("unknown field", unknown_field, "unknown field"),
+        ("edge-only kind", with(json!({"kind": "tool_request", "request_id": "r", "operation": "herdr_inspect"})), "direction"),
+        ("second hello", hello("dev_one"), "already"),
+        ("other workstation", other_ws, "dev_two"),
+        ("version 2", v2, "protocol_version"),
+        ("bad request id", with(json!({"kind": "tool_result", "request_id": "no spaces", "served_at_ms": 1})), "valid id"),
+    ];
+    for (name, frame, reason) in cases {
+        let mut sock = linked(&f, "dev_one", "devsec_one").await;
+        send(&mut sock, &heartbeat).await;
+        send(&mut sock, &frame).await;
+        let (code, why) = close_of(&mut sock).await;
+        assert_eq!(code, relay::close::POLICY, "{name}: {why}");
+        assert!(why.contains(reason), "{name}: {why}");
+    }
+    let mut sock = linked(&f, "dev_one", "devsec_one").await;
+    let huge = with(json!({"kind": "tool_result", "request_id": "r1", "served_at_ms": 1, "result": {"text": "x".repeat(relay::MAX_EDGE_INBOUND)}}));
+    send(&mut sock, &huge).await;
+    assert_eq!(close_of(&mut sock).await.0, relay::close::TOO_BIG);
+    let mut sock = linked(&f, "dev_one", "devsec_one").await;
+    sock.send(Message::Binary(vec![0].into())).await.unwrap();
+    assert_eq!(close_of(&mut sock).await.0, relay::close::UNSUPPORTED_DATA);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_link_per_workstation_and_revocation() {
+    let f = fixture().await;
+    let mut old = linked(&f, "dev_one", "devsec_one").await;
+    let first_id = f.hub.link("dev_one").unwrap().conn_id;
+    let mut new = linked(&f, "dev_one", "devsec_one").await;
+    assert_eq!(close_of(&mut old).await.0, relay::close::SUPERSEDED);
+    assert_ne!(f.hub.link("dev_one").unwrap().conn_id, first_id);
+
+    // A revocation seen by the registry reaches a live link at its next heartbeat.
+    f.devices.set_authorization("dev_one", "revoked");
+    send(&mut new, &json!({"protocol_version": 1, "kind": "heartbeat", "workstation_id": "dev_one", "boot_id": "b", "sent_at_ms": 1, "active_requests": 0})).await;
+    assert_eq!(close_of(&mut new).await, (relay::close::DEVICE_REVOKED, "device revoked".to_string()));
+    // Even if the registry flips back, the tombstone holds.
+    f.devices.set_authorization("dev_one", "active");
+    let (status, body) = open(&f, "dev_one", Some(&offer("devsec_one")), None).await.err().unwrap();
+    assert_eq!((status, body["code"].as_str()), (401, Some("device_revoked")));
+
+    // A direct revocation notice closes at once.
+    let mut two = linked(&f, "dev_two", "devsec_two").await;
+    f.hub.revoke("dev_two");
+    assert_eq!(close_of(&mut two).await.0, relay::close::DEVICE_REVOKED);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forwarded_answers_errors_timeouts_and_limits() {
+    let f = fixture().await;
+    let (_, tokens, _) = f.edge.tokens().await;
+    let call = |args: Value| {
+        let http = f.edge.http.clone();
+        let access = tokens.access.clone();
+        async move { http.mcp(&access, "tools/call", args).await.json() }
+    };
+
+    // Enrolled but not linked: offline after the reconnect grace, safe to retry.
+    let off = call(json!({"name": "herdr_inspect", "arguments": {"device": "one"}})).await;
+    let sc = &off["result"]["structuredContent"];
+    assert_eq!((sc["code"].as_str(), sc["retryable"].as_bool(), sc["delivery_state"].as_str()), (Some("workstation_offline"), Some(true), Some("not_delivered")), "{off}");
+    assert_eq!(sc["recovery"]["probe_tool"], "herdr_inspect");
+
+    let mut sock = linked(&f, "dev_one", "devsec_one").await;
+    // The device selector is stripped; refs are unwrapped; the workstation answers.
+    let pending = tokio::spawn(call(json!({"name": "herdr_fs_list", "arguments": {"device": "dev_one", "path": "/r"}})));
+    let req = next_text(&mut sock).await;
+    assert_eq!((req["kind"].as_str(), req["operation"].as_str()), (Some("tool_request"), Some("herdr_fs_list")));
+    assert_eq!(req["arguments"], json!({"path": "/r"}));
+    assert_eq!(req["trace"], "explicit_device");
+    let text = json!({"ok": true, "entries": []}).to_string();
+    send(&mut sock, &json!({"protocol_version": 1, "kind": "tool_result", "workstation_id": "dev_one", "request_id": req["request_id"], "served_at_ms": 1, "result": {"content": [{"type": "text", "text": text}]}})).await;
+    let ok = pending.await.unwrap();
+    assert_eq!(ok["result"]["structuredContent"], json!({"ok": true, "entries": []}), "{ok}");
+
+    // A workstation-side error keeps its code, retryability and delivery state.
+    let pending = tokio::spawn(call(json!({"name": "herdr_inspect", "arguments": {}})));
+    let req = next_text(&mut sock).await;
+    assert_eq!(req["trace"], "single_available_device");
+    send(&mut sock, &json!({"protocol_version": 1, "kind": "tool_error", "workstation_id": "dev_one", "request_id": req["request_id"], "code": "runtime_unavailable", "message": "down", "retryable": true, "delivery_state": "not_delivered"})).await;
+    let err = pending.await.unwrap();
+    let sc = &err["result"]["structuredContent"];
+    assert_eq!((sc["code"].as_str(), sc["retryable"].as_bool(), sc["delivery_state"].as_str()), (Some("runtime_unavailable"), Some(true), Some("not_delivered")), "{err}");
+
+    // No answer: request_timeout after the clamped 1 s (+ slack), a cancel follows;
+    // for a mutation it is not retryable and its durable row is uncertain.
+    let pending = tokio::spawn(call(json!({"name": "herdr_fs_write", "arguments": {"path": "/r/x", "content": "y", "timeout_ms": 1}})));
+    let req = next_text(&mut sock).await;
+    assert_eq!(req["timeout_ms"], 1000);
+    let cancel = next_text(&mut sock).await;
+    assert_eq!((cancel["kind"].as_str(), cancel["request_id"].as_str()), (Some("cancel"), req["request_id"].as_str()));
+    let late = pending.await.unwrap();
+    let sc = &late["result"]["structuredContent"];
+    assert_eq!((sc["code"].as_str(), sc["retryable"].as_bool(), sc["delivery_state"].as_str()), (Some("request_timeout"), Some(false), Some("delivery_unknown")), "{late}");
+    let (state, outcome) = herdr_mcp::edge::forward_pending::state_of(&f.edge.store, req["request_id"].as_str().unwrap()).unwrap().unwrap();
+    assert_eq!((state.as_str(), outcome.as_deref()), ("uncertain", Some("request_timeout")));
+
+    // Arguments that cannot fit a link frame are refused before sending.
+    let big = call(json!({"name": "herdr_fs_write", "arguments": {"path": "/r/x", "content": "z".repeat(relay::MAX_LINK_INBOUND)}})).await;
+    let sc = &big["result"]["structuredContent"];
+    assert_eq!((sc["code"].as_str(), sc["delivery_state"].as_str()), (Some("payload_too_large"), Some("not_delivered")), "{big}");
+    // Bad selectors and refs.
+    let bad = call(json!({"name": "herdr_inspect", "arguments": {"device": 5}})).await;
+    assert_eq!(bad["result"]["structuredContent"]["code"], "invalid_params");
+    let r1 = herdr_mcp::edge::forward_route::make_ref("dev_one", Some("w1"), None);
+    let r2 = herdr_mcp::edge::forward_route::make_ref("dev_two", Some("w2"), None);
+    let conflict = call(json!({"name": "herdr_call", "arguments": {"workspace": r1, "target": r2}})).await;
+    assert_eq!(conflict["result"]["structuredContent"]["code"], "device_ref_conflict");
+    let revoked = call(json!({"name": "herdr_inspect", "arguments": {"device": "gone"}})).await;
+    assert_eq!(revoked["result"]["structuredContent"]["code"], "device_not_found", "revoked devices are not matched by name");
+    let revoked = call(json!({"name": "herdr_inspect", "arguments": {"device": "dev_gone"}})).await;
+    assert_eq!(revoked["result"]["structuredContent"]["code"], "device_revoked");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_link_process_stops_on_a_wrong_credential() {
+    let f = fixture().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let secret = tmp.path().join("secret");
+    std::fs::write(&secret, "devsec_wrong").unwrap();
+    std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    // A stand-in runtime /health so the link gets as far as the edge.
+    let socket = tmp.path().join("rt.sock");
+    let (_, (epoch, hash)) = local_runtime_contract();
+    let app = axum::Router::new().route(
+        "/health",
+        axum::routing::get(move || async move { axum::Json(json!({"version": "t", "contract": {"epoch": epoch, "hash": hash}})) }),
+    );
+    let listener = tokio::net::UnixListener::bind(&socket).unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.ok() });
+    let issuer = f.edge.issuer.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_herdr-mcp"))
+            .args(["link", "--edge", &issuer, "--workstation-id", "dev_one", "--credential-file"])
+            .arg(&secret)
+            .arg("--socket")
+            .arg(&socket)
+            .env_remove("HERDR_LINK_SECRET")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("401 link_auth_failed"), "{err}");
+
+    // A credential file others can read is refused before connecting.
+    let loose = tempfile::tempdir().unwrap();
+    let file = loose.path().join("secret");
+    std::fs::write(&file, "devsec_one").unwrap();
+    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_herdr-mcp"))
+        .args(["link", "--edge", &f.edge.issuer, "--workstation-id", "dev_one", "--credential-file"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("0600"));
+}
