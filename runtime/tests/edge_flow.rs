@@ -280,7 +280,9 @@ async fn dcr_pending_approve_on_a_terminal_token_mcp_rotate_revoke() {
     let (_, (epoch, hash)) = herdr_mcp::edge::forward::local_runtime_contract();
     assert_eq!(info["runtimeContract"], json!({"epoch": epoch, "hash": hash}));
     let devices = http.mcp(&access, "tools/call", json!({"name": "herdr_devices", "arguments": {}})).await.json();
-    assert_eq!(devices["result"]["structuredContent"], json!({"ok": true, "devices": []}));
+    let listed = &devices["result"]["structuredContent"];
+    assert_eq!((listed["ok"].as_bool(), listed["devices"].clone()), (Some(true), json!([])), "{listed}");
+    assert!(listed["pairing_hint"].as_str().unwrap().contains("herdr-mcp worker pair"));
 
     // Rotation: the new pair works, the old access token is gone.
     let rot = http

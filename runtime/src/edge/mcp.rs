@@ -62,6 +62,12 @@ impl WorkstationRouter for NoWorkstations {
     }
 }
 
+/// Told to the model with every device list: pairing and revocation are for the
+/// user at a terminal; a connector has no tool for either.
+const PAIRING_HINT: &str =
+    "To add a computer, the user runs `herdr-mcp worker pair` on an enrolled one and `herdr-mcp worker connect <address>` on the new one.";
+const REVOKE_HINT: &str = "To remove a computer, the user runs `herdr-mcp worker revoke <device_id> --confirm` on an enrolled one.";
+
 pub fn herdr_devices_tool() -> Value {
     json!({
         "name": "herdr_devices",
@@ -183,7 +189,13 @@ async fn endpoint(State(s): State<Arc<EdgeState>>, method: axum::http::Method, h
                 if args.as_object().is_some_and(|a| !a.is_empty()) {
                     rpc_error(id, -32602, "herdr_devices takes no arguments")
                 } else {
-                    json!({"jsonrpc": "2.0", "id": id, "result": tool_ok_result(json!({"ok": true, "devices": s.router.devices()}))})
+                    let listed = json!({
+                        "ok": true,
+                        "devices": s.router.devices(),
+                        "pairing_hint": PAIRING_HINT,
+                        "revoke_hint": REVOKE_HINT,
+                    });
+                    json!({"jsonrpc": "2.0", "id": id, "result": tool_ok_result(listed)})
                 }
             } else if public_catalog(s.router.as_ref()).iter().any(|t| t["name"] == name) {
                 let result = s.router.forward(&principal, name, args).await;
