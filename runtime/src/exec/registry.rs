@@ -67,6 +67,8 @@ pub struct ExecCompleted {
     pub root: PathBuf,
     pub exit_code: Option<i32>,
     pub signal: Option<String>,
+    /// The workspace the command was started for, when the caller named one.
+    pub workspace: Option<String>,
 }
 
 /// What a session id refers to.
@@ -146,6 +148,17 @@ impl ExecRegistry {
 
     /// Starts `<shell> -lc <command>` in `cwd`, in its own process group, stdin null.
     pub async fn start(self: &Arc<Self>, root: &Path, cwd: &Path, command: &str) -> Result<Arc<Session>, StartError> {
+        self.start_for(root, cwd, command, None).await
+    }
+
+    /// [`ExecRegistry::start`] on behalf of `workspace`, which its completion carries.
+    pub async fn start_for(
+        self: &Arc<Self>,
+        root: &Path,
+        cwd: &Path,
+        command: &str,
+        workspace: Option<&str>,
+    ) -> Result<Arc<Session>, StartError> {
         self.prune().await;
         let id = self.next_id();
         let mut cmd = tokio::process::Command::new(&self.config.shell);
@@ -168,7 +181,7 @@ impl ExecRegistry {
         let pid = child.id().map(|p| p as i32).unwrap_or(0);
         let start_ticks = procfs::stat(pid).map(|s| s.start_ticks);
         let started_at_ms = now_ms();
-        let session = Arc::new(Session::new(
+        let mut session = Session::new(
             id.clone(),
             pid,
             start_ticks,
@@ -178,7 +191,9 @@ impl ExecRegistry {
             crate::runtime_info::rfc3339(SystemTime::now()),
             started_at_ms,
             self.config.ring_bytes,
-        ));
+        );
+        session.workspace = workspace.map(str::to_string);
+        let session = Arc::new(session);
         self.sessions().insert(id.clone(), Arc::clone(&session));
 
         let row = SessionRow {
@@ -250,6 +265,7 @@ impl ExecRegistry {
             root: session.root.clone(),
             exit_code,
             signal,
+            workspace: session.workspace.clone(),
         });
     }
 

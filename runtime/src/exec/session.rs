@@ -35,6 +35,8 @@ pub struct Session {
     pub started_at: String,
     pub started_at_ms: i64,
     pub started: Instant,
+    /// The workspace named by the call that started it (herdr_exec), if any.
+    pub workspace: Option<String>,
     output: Mutex<Output>,
     exit: watch::Sender<Option<Exit>>,
     kill_requested: AtomicBool,
@@ -72,6 +74,7 @@ impl Session {
             started_at,
             started_at_ms,
             started: Instant::now(),
+            workspace: None,
             output: Mutex::new(Output::new(ring_bytes)),
             exit: watch::channel(None).0,
             kill_requested: AtomicBool::new(false),

@@ -233,20 +233,72 @@ impl PushBus {
         signal: Option<&str>,
         workspace: Option<&str>,
     ) -> u64 {
+        self.publish_exec_completed_with(session_id, root, exit_code, signal, workspace, None)
+    }
+
+    /// [`PushBus::publish_exec_completed`] that may also list the `workspaces` a root
+    /// belongs to when it is not just one.
+    pub fn publish_exec_completed_with(
+        &self,
+        session_id: &str,
+        root: &str,
+        exit_code: Option<i32>,
+        signal: Option<&str>,
+        workspace: Option<&str>,
+        workspaces: Option<Vec<String>>,
+    ) -> u64 {
         let mut data = json!({"session_id": session_id, "root": root, "exit_code": exit_code, "signal": signal, "at": now()});
         if let Some(ws) = workspace {
             data["workspace"] = json!(ws);
         }
+        if let Some(list) = workspaces {
+            data["workspaces"] = json!(list);
+        }
         self.publish(kinds::EXEC_COMPLETED, workspace, None, data)
     }
 
-    /// Turns every exec session that ends from now on into `exec_completed`.
+    /// Turns every exec session that ends from now on into `exec_completed`. The
+    /// event names the session's workspace: the one its caller named, else the one
+    /// workspace whose projects include its root. When several do, it goes out without
+    /// a workspace (so it reaches every filter) and lists them in `workspaces`.
     pub fn follow_exec(self: &Arc<Self>, registry: &Arc<crate::exec::ExecRegistry>) -> tokio::task::JoinHandle<()> {
         let bus = Arc::clone(self);
         crate::exec::on_completion(registry, move |done| {
             let root = done.root.display().to_string();
-            bus.publish_exec_completed(&done.session_id, &root, done.exit_code, done.signal.as_deref(), None);
+            let (workspace, candidates) = match done.workspace {
+                Some(ws) => (Some(ws), vec![]),
+                None => {
+                    let candidates = bus.workspaces_with_root(&done.root);
+                    let only = (candidates.len() == 1).then(|| candidates[0].clone());
+                    (only, candidates)
+                }
+            };
+            let seq = bus.publish_exec_completed_with(
+                &done.session_id,
+                &root,
+                done.exit_code,
+                done.signal.as_deref(),
+                workspace.as_deref(),
+                (candidates.len() > 1).then_some(candidates),
+            );
+            tracing::debug!(seq, session = %done.session_id, "exec_completed published");
         })
+    }
+
+    /// Ids of the workspaces (from the current picture) with `root` among their roots.
+    fn workspaces_with_root(&self, root: &std::path::Path) -> Vec<String> {
+        let canonical = |p: &std::path::Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+        let root = canonical(root);
+        self.state()
+            .workspaces
+            .iter()
+            .filter(|w| {
+                w.get("roots")
+                    .and_then(Value::as_array)
+                    .is_some_and(|rs| rs.iter().filter_map(Value::as_str).any(|r| canonical(std::path::Path::new(r)) == root))
+            })
+            .filter_map(|w| w.get("id").and_then(Value::as_str).map(str::to_string))
+            .collect()
     }
 
     /// The `hello` body for a client with `filter`.

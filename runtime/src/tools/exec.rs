@@ -181,7 +181,7 @@ async fn execute(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
     };
 
     // 4. Delivery.
-    let session = match registry.start(&root, &root, &command).await {
+    let session = match registry.start_for(&root, &root, &command, Some(&ws.id)).await {
         Ok(s) => s,
         Err(e) => {
             let out = ToolOutput::code(
