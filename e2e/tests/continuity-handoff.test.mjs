@@ -1,7 +1,9 @@
-// Handoff of a bound z.ai conversation to a new chat (spec/extension.md §7.7), end to end:
-// the packet request goes into the source unwrapped, the model's packet comes back, a new
-// z.ai tab is opened and seeded (unwrapped, once), the new chat lands on its own /c/<id>,
-// and only then does the binding move there.
+// Handoff of a bound conversation to a new chat (spec/extension.md §7.7), end to end: the
+// packet request goes into the source as written, the model's packet comes back, a new tab
+// is opened and seeded (once), the new chat lands on its own /c/<id>, and only then does the
+// binding move there. z.ai: the control messages bypass the bridge's task wrapper and the
+// binding moves to the new chat. ChatGPT Project: the seed goes into a new chat of the same
+// Project and the Project binding's active conversation moves.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -18,20 +20,50 @@ let stack;
 before(async () => {
   stack = await startStack('continuity-handoff', { sites: ['zai'], herdr: true });
   await stack.herdrSim.addAgent({ workspace: 'w1', label: 'repo', pane: 'w1:p1', cwd: stack.project, status: 'idle' });
+  await stack.herdrSim.addAgent({ workspace: 'w2', label: 'release', pane: 'w2:p1', cwd: stack.project, status: 'idle' });
 });
 
 after(async () => {
   await stopStack(stack);
 });
 
-/// The binding of workspace w1 first, then the transfer: a commit moves the binding and
-/// marks the transfer in one step, so a binding seen on the target implies a committed
-/// transfer in the read that follows.
-async function sample(transferId) {
+/// The binding of `workspace` first, then the transfer: a commit moves the binding and
+/// marks the transfer in one step, so a binding seen moved implies a committed transfer in
+/// the read that follows. `where` picks the binding's field that a handoff moves.
+async function sample(transferId, workspace, where) {
   const bindings = (await popupMessage(stack, { type: 'h2w_continuity_state' })).bindings;
-  const binding = bindings.find((v) => v.binding.workspace?.id === 'w1')?.binding ?? null;
+  const binding = bindings.find((v) => v.binding.workspace?.id === workspace)?.binding ?? null;
   const transfers = (await popupMessage(stack, { type: 'h2w_handoff_state' })).transfers;
-  return { bindingConv: binding?.conv_key ?? null, transfer: transfers.find((t) => t.id === transferId) ?? null };
+  return { at: binding ? where(binding) : null, transfer: transfers.find((t) => t.id === transferId) ?? null };
+}
+
+/// Samples until stopped; then checks the binding stayed at `sourceAt` until the commit and
+/// the transfer's status only went forward.
+function watchTransfer(transferId, workspace, where) {
+  const samples = [];
+  let sampling = true;
+  const running = (async () => {
+    while (sampling) {
+      samples.push(await sample(transferId, workspace, where));
+      await new Promise((r) => setTimeout(r, 40));
+    }
+  })();
+  return {
+    async stop() {
+      sampling = false;
+      await running;
+    },
+    check(sourceAt) {
+      let highest = 0;
+      for (const s of samples) {
+        const rank = STATUS_ORDER.indexOf(s.transfer?.status);
+        assert.ok(rank >= highest, `status went back: ${JSON.stringify(samples.map((x) => x.transfer?.status))}`);
+        highest = rank;
+        if (s.at !== sourceAt) assert.equal(s.transfer.status, 'committed', `the binding moved before the commit: ${JSON.stringify(s)}`);
+      }
+      assert.ok(samples.some((s) => s.at === sourceAt && s.transfer?.status !== 'committed'), 'the binding was seen at the source during the transfer');
+    },
+  };
 }
 
 test('z.ai handoff: the seed arrives unwrapped in a new /c/<id> chat, and the binding moves only after it is confirmed', async () => {
@@ -63,15 +95,8 @@ test('z.ai handoff: the seed arrives unwrapped in a new /c/<id> chat, and the bi
   const again = await popupMessage(stack, { type: 'h2w_handoff_start', tabId });
   assert.equal(again.error, 'handoff_active');
 
-  const samples = [];
-  let sampling = true;
+  const watch = watchTransfer(id, 'w1', (b) => b.conv_key);
   let targetKey = null;
-  const sampler = (async () => {
-    while (sampling) {
-      samples.push(await sample(id));
-      await new Promise((r) => setTimeout(r, 40));
-    }
-  })();
 
   try {
     // The packet request reaches the source as written, not wrapped as a task.
@@ -98,26 +123,15 @@ test('z.ai handoff: the seed arrives unwrapped in a new /c/<id> chat, and the bi
     targetKey = `${ZAI}/c/${seed.chatId}`;
 
     const done = await until(async () => {
-      const s = await sample(id);
-      return s.bindingConv === targetKey && s.transfer?.status === 'committed' ? s : null;
+      const s = await sample(id, 'w1', (b) => b.conv_key);
+      return s.at === targetKey && s.transfer?.status === 'committed' ? s : null;
     }, { timeoutMs: 20_000, what: 'the binding to move to the new chat' });
     assert.equal(done.transfer.target_conv_key, targetKey);
   } finally {
-    sampling = false;
-    await sampler;
+    await watch.stop();
   }
-
   // Nothing moved before the commit, and the transfer only went forward.
-  let highest = 0;
-  for (const s of samples) {
-    const rank = STATUS_ORDER.indexOf(s.transfer?.status);
-    assert.ok(rank >= highest, `status went back: ${JSON.stringify(samples.map((x) => x.transfer?.status))}`);
-    highest = rank;
-    if (s.bindingConv !== sourceKey) {
-      assert.equal(s.transfer.status, 'committed', `the binding moved before the commit: ${JSON.stringify(s)}`);
-    }
-  }
-  assert.ok(samples.some((s) => s.bindingConv === sourceKey && s.transfer?.status !== 'committed'), 'the binding was seen on the source during the transfer');
+  watch.check(sourceKey);
 
   // Each control message went out exactly once; the binding keeps Auto in its new home.
   const sent = store.userMessages('zai');
@@ -130,4 +144,67 @@ test('z.ai handoff: the seed arrives unwrapped in a new /c/<id> chat, and the bi
   assert.equal(moved[0].auto, true);
   // The source's wakes are no longer paused once the transfer is over.
   assert.ok(!(await popupMessage(stack, { type: 'h2w_handoff_state' })).transfers.some((t) => !['committed', 'failed'].includes(t.status)));
+});
+
+const PROJECT = 'g-p-0123456789abcdef0123456789abcdef';
+const PROJECT_KEY = `https://chatgpt.com/g/${PROJECT}`;
+
+test('ChatGPT Project handoff: the seed starts a new chat in the Project, and the Project binding follows it only after confirmation', async () => {
+  const { store } = stack;
+  const page = await stack.context.newPage();
+  stack.pages.push(page);
+  await page.goto(`https://chatgpt.com/g/${PROJECT}-release/project`);
+  await page.waitForFunction(() => document.documentElement.dataset.herdrContinuity === 'ready', null, { timeout: 15_000 });
+  await page.click('#prompt-textarea');
+  await page.keyboard.type('plan the 1.2 release');
+  await page.click('button[data-testid="send-button"]');
+  const first = await store.waitFor((m) => m.site === 'chatgpt' && m.role === 'user', { what: 'the first ChatGPT message' });
+  await modelReply(page, 'Sure: freeze on Monday, then the changelog.');
+  const sourceUrl = `https://chatgpt.com/g/${PROJECT}-release/c/${first.chatId}`;
+  const sourceKey = `${PROJECT_KEY}/c/${first.chatId}`;
+  await page.waitForURL(sourceUrl);
+  const tabId = await tabIdOf(stack, sourceUrl);
+
+  const bound = await until(async () => {
+    const b = await popupMessage(stack, { type: 'h2w_bind', tabId, workspace: { kind: 'herdr', id: 'w2' }, label: 'release' });
+    return b.ok ? b : null;
+  }, { timeoutMs: 10_000, what: 'the Project binding' });
+  assert.equal(bound.binding.binding.conv_key, PROJECT_KEY);
+  assert.equal(bound.binding.binding.active_conv_key, sourceKey);
+
+  const started = await popupMessage(stack, { type: 'h2w_handoff_start', tabId });
+  assert.equal(started.ok, true, JSON.stringify(started));
+  const id = started.transferId;
+  const watch = watchTransfer(id, 'w2', (b) => b.active_conv_key);
+  let targetKey = null;
+  try {
+    const request = await store.waitFor(
+      (m) => m.site === 'chatgpt' && m.role === 'user' && m.chatId === first.chatId && m.text.includes(`<<<HERDR_HANDOFF_V1 id=${id}>>>`),
+      { what: 'the packet request in the Project chat' },
+    );
+    assert.ok(request.text.includes('<<<END_HERDR_HANDOFF_V1>>>'));
+    const packet = 'Goal: ship 1.2.\nDone: freeze date.\nNext: write the changelog.';
+    await modelReply(page, `<<<HERDR_HANDOFF_V1 id=${id}>>>\n${packet}\n<<<END_HERDR_HANDOFF_V1>>>`);
+    const seed = await store.waitFor(
+      (m) => m.site === 'chatgpt' && m.role === 'user' && m.text.includes(`[HERDR_CONTINUITY_TRANSFER id=${id}]`),
+      { what: 'the seed in a new Project chat' },
+    );
+    assert.notEqual(seed.chatId, first.chatId);
+    assert.equal(new URL(seed.href).pathname, `/g/${PROJECT}/c/${seed.chatId}`);
+    assert.ok(seed.text.includes(packet), seed.text);
+    targetKey = `${PROJECT_KEY}/c/${seed.chatId}`;
+    await until(async () => {
+      const s = await sample(id, 'w2', (b) => b.active_conv_key);
+      return s.at === targetKey && s.transfer?.status === 'committed' ? s : null;
+    }, { timeoutMs: 20_000, what: "the Project binding's active chat to move" });
+  } finally {
+    await watch.stop();
+  }
+  watch.check(sourceKey);
+  const state = await popupMessage(stack, { type: 'h2w_continuity_state' });
+  const binding = state.bindings.find((v) => v.binding.workspace?.id === 'w2').binding;
+  assert.equal(binding.conv_key, PROJECT_KEY, 'a Project binding stays on its Project');
+  assert.equal(binding.active_conv_key, targetKey);
+  const sent = store.userMessages('chatgpt');
+  assert.equal(sent.filter((m) => m.text.includes(`[HERDR_CONTINUITY_TRANSFER id=${id}]`)).length, 1);
 });

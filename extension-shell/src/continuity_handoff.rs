@@ -26,9 +26,9 @@ pub fn launch_url(source: &ConvTarget) -> Result<String, &'static str> {
     }
 }
 
-/// Page answers to a send that show the text certainly never went out: the page had no
-/// composer to put it in.
-const NOT_SENT: [&str; 2] = ["composer not found", "composer-missing"];
+/// Page answers to a send that show the text certainly never went out: no composer to put
+/// it in, or the user's own draft there (never overwritten).
+const NOT_SENT: [&str; 3] = ["composer not found", "composer-missing", "user-typing"];
 
 /// What the content script's answer to the raw seed send means. Anything but a clear
 /// "sent" or a clear "never left" is uncertain, so the seed is not sent again blindly.
@@ -40,43 +40,92 @@ pub fn seed_outcome(answer: &Value) -> SeedOutcome {
     if NOT_SENT.iter().any(|n| detail.contains(n)) {
         return SeedOutcome::Failed("insert-failed".into());
     }
-    let reason = if answer.is_null() || answer.get("error").and_then(Value::as_str) == Some("tab-unreachable") {
-        "no-response"
-    } else {
-        "submit-failed"
+    let reason = match answer.get("error").and_then(Value::as_str) {
+        _ if answer.is_null() => "no-response",
+        Some("tab-unreachable") => "no-response",
+        Some("insert-failed") => "insert-failed",
+        _ => "submit-failed",
     };
     SeedOutcome::Uncertain(reason.into())
 }
 
-/// The newest assistant reply of a page, once it has finished (the packet is read only from
-/// a complete reply).
-pub fn finished_reply(snapshot: &PageSnapshot) -> Option<String> {
-    let view = ext_adapters::interpret(snapshot).ok()?;
-    let reply = view.latest_reply.as_ref()?;
-    (reply.finished() && !view.awaiting_reply).then(|| reply.entry.text.to_string())
+/// What the handoff reads from a page: its URL, its messages in order, and whether a reply
+/// is still being written. Built from the bridge's snapshot (z.ai) or from the ChatGPT
+/// content script's turns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PageRead {
+    pub url: String,
+    pub entries: Vec<TranscriptEntry>,
+    pub busy: bool,
+    pub composer: bool,
 }
 
-/// The newest assistant reply as it is now, finished or not (the pre-request fingerprint).
-pub fn current_reply(snapshot: &PageSnapshot) -> String {
-    ext_adapters::interpret(snapshot).ok().and_then(|v| v.latest_reply.map(|r| r.entry.text.to_string())).unwrap_or_default()
-}
-
-/// The target page confirms the seed of transfer `id` when it shows a conversation of its
-/// own (not a new-chat launcher, not the source) whose user messages carry the seed marker.
-/// Returns that conversation's scope.
-pub fn confirmed_target(snapshot: &PageSnapshot, id: &str, source_page_key: &str) -> Option<ConvTarget> {
-    let view = ext_adapters::interpret(snapshot).ok()?;
-    let target = target_of(&snapshot.url).ok()?;
-    let page_key = match &target {
-        ConvTarget::Conversation { conv_key, .. } => conv_key.clone(),
-        ConvTarget::Project { active_conv_key: Some(active), .. } => active.clone(),
-        _ => return None,
-    };
-    if page_key == source_page_key {
-        return None;
+impl PageRead {
+    /// Through the site adapter, as the bridge reads its pages.
+    pub fn from_snapshot(snapshot: &PageSnapshot) -> Option<PageRead> {
+        let view = ext_adapters::interpret(snapshot).ok()?;
+        Some(PageRead {
+            url: snapshot.url.clone(),
+            entries: view.transcript(),
+            busy: view.latest_reply.as_ref().is_some_and(|r| !r.finished()),
+            composer: snapshot.composer.present,
+        })
     }
-    let transcript: Vec<TranscriptEntry> = view.transcript();
-    transcript.iter().any(|e| e.role == Role::User && has_seed_marker(&e.text, id)).then_some(target)
+
+    /// The ChatGPT content script's `h2w_turns` answer: `{url, generating, composer,
+    /// turns:[{role:"user"|"assistant", text}]}`.
+    pub fn from_chatgpt_turns(answer: &Value) -> Option<PageRead> {
+        if answer.get("ok") != Some(&Value::Bool(true)) {
+            return None;
+        }
+        let entries = answer
+            .get("turns")?
+            .as_array()?
+            .iter()
+            .filter_map(|t| {
+                let role = match t.get("role")?.as_str()? {
+                    "user" => Role::User,
+                    "assistant" => Role::Assistant,
+                    _ => return None,
+                };
+                Some(TranscriptEntry { role, text: t.get("text")?.as_str()?.to_string() })
+            })
+            .collect();
+        Some(PageRead {
+            url: answer.get("url")?.as_str()?.to_string(),
+            entries,
+            busy: answer.get("generating") == Some(&Value::Bool(true)),
+            composer: answer.get("composer") == Some(&Value::Bool(true)),
+        })
+    }
+
+    /// The newest assistant reply, once complete and not followed by a user message (the
+    /// packet is read only from a finished reply).
+    pub fn finished_reply(&self) -> Option<&str> {
+        let last = self.entries.last()?;
+        (last.role == Role::Assistant && !self.busy).then_some(last.text.as_str())
+    }
+
+    /// The newest assistant reply as it is now (the pre-request fingerprint).
+    pub fn current_reply(&self) -> &str {
+        self.entries.iter().rev().find(|e| e.role == Role::Assistant).map(|e| e.text.as_str()).unwrap_or("")
+    }
+
+    /// The page confirms the seed of transfer `id` when it shows a conversation of its own
+    /// (not a new-chat launcher, not the source) whose user messages carry the seed marker.
+    /// Returns that conversation's scope.
+    pub fn confirmed_target(&self, id: &str, source_page_key: &str) -> Option<ConvTarget> {
+        let target = target_of(&self.url).ok()?;
+        let page_key = match &target {
+            ConvTarget::Conversation { conv_key, .. } => conv_key.clone(),
+            ConvTarget::Project { active_conv_key: Some(active), .. } => active.clone(),
+            _ => return None,
+        };
+        if page_key == source_page_key {
+            return None;
+        }
+        self.entries.iter().any(|e| e.role == Role::User && has_seed_marker(&e.text, id)).then_some(target)
+    }
 }
 
 #[cfg(test)]
@@ -102,6 +151,10 @@ mod tests {
         .unwrap()
     }
 
+    fn read(url: &str, messages: &[(&str, &str)]) -> PageRead {
+        PageRead::from_snapshot(&zai_snapshot(url, messages)).unwrap()
+    }
+
     fn seed() -> String {
         ext_core::continuity::handoff::seed_text(ID, "goal: ship it", ext_core::continuity::Lang::En)
     }
@@ -123,6 +176,8 @@ mod tests {
     fn only_a_clear_answer_is_certain() {
         assert_eq!(seed_outcome(&json!({ "ok": true })), SeedOutcome::Submitted);
         assert_eq!(seed_outcome(&json!({ "ok": false, "detail": "composer not found" })), SeedOutcome::Failed("insert-failed".into()));
+        assert_eq!(seed_outcome(&json!({ "ok": false, "error": "user-typing" })), SeedOutcome::Failed("insert-failed".into()));
+        assert_eq!(seed_outcome(&json!({ "ok": false, "error": "insert-failed" })), SeedOutcome::Uncertain("insert-failed".into()));
         assert_eq!(
             seed_outcome(&json!({ "ok": false, "detail": "the page did not take the message (composer still full)" })),
             SeedOutcome::Uncertain("submit-failed".into())
@@ -134,27 +189,53 @@ mod tests {
     #[test]
     fn the_seed_is_confirmed_only_in_a_new_conversation_with_the_marker() {
         let source = "https://chat.z.ai/c/A";
-        let landed = zai_snapshot("https://chat.z.ai/c/B", &[("user", &seed())]);
+        let landed = read("https://chat.z.ai/c/B", &[("user", &seed())]);
         assert_eq!(
-            confirmed_target(&landed, ID, source),
+            landed.confirmed_target(ID, source),
             Some(ConvTarget::Conversation { site: "z.ai".into(), conv_key: "https://chat.z.ai/c/B".into() })
         );
         // Still on the launcher (the page has not moved to its chat yet).
-        assert_eq!(confirmed_target(&zai_snapshot("https://chat.z.ai/", &[("user", &seed())]), ID, source), None);
+        assert_eq!(read("https://chat.z.ai/", &[("user", &seed())]).confirmed_target(ID, source), None);
         // The source itself, another transfer's seed, or the marker only in a reply.
-        assert_eq!(confirmed_target(&zai_snapshot(source, &[("user", &seed())]), ID, source), None);
-        assert_eq!(confirmed_target(&landed, "ht:abc:2", source), None);
-        assert_eq!(confirmed_target(&zai_snapshot("https://chat.z.ai/c/B", &[("user", "hi"), ("assistant", &seed())]), ID, source), None);
+        assert_eq!(read(source, &[("user", &seed())]).confirmed_target(ID, source), None);
+        assert_eq!(landed.confirmed_target("ht:abc:2", source), None);
+        assert_eq!(read("https://chat.z.ai/c/B", &[("user", "hi"), ("assistant", &seed())]).confirmed_target(ID, source), None);
     }
 
     #[test]
     fn the_packet_is_read_from_a_finished_reply_only() {
-        let done = zai_snapshot("https://chat.z.ai/c/A", &[("user", "q"), ("assistant", "the packet")]);
-        assert_eq!(finished_reply(&done).as_deref(), Some("the packet"));
-        assert_eq!(current_reply(&done), "the packet");
-        let thinking = zai_snapshot("https://chat.z.ai/c/A", &[("user", "q"), ("assistant", "Thinking...")]);
-        assert_eq!(finished_reply(&thinking), None);
-        let asked = zai_snapshot("https://chat.z.ai/c/A", &[("user", "q"), ("assistant", "a"), ("user", "next")]);
-        assert_eq!(finished_reply(&asked), None);
+        let done = read("https://chat.z.ai/c/A", &[("user", "q"), ("assistant", "the packet")]);
+        assert_eq!(done.finished_reply(), Some("the packet"));
+        assert_eq!(done.current_reply(), "the packet");
+        let thinking = read("https://chat.z.ai/c/A", &[("user", "q"), ("assistant", "Thinking...")]);
+        assert_eq!(thinking.finished_reply(), None);
+        let asked = read("https://chat.z.ai/c/A", &[("user", "q"), ("assistant", "a"), ("user", "next")]);
+        assert_eq!(asked.finished_reply(), None);
+        assert_eq!(asked.current_reply(), "a");
+    }
+
+    #[test]
+    fn chatgpt_turns_are_read_and_confirm_in_the_project() {
+        let p = "g-p-0123456789abcdef0123456789abcdef";
+        let answer = json!({ "ok": true, "url": format!("https://chatgpt.com/g/{p}-demo/c/B"), "generating": false, "composer": true,
+            "turns": [{ "role": "user", "text": seed() }, { "role": "assistant", "text": "On it." }, { "role": "tool", "text": "x" }] });
+        let page = PageRead::from_chatgpt_turns(&answer).unwrap();
+        assert_eq!(page.entries.len(), 2);
+        assert_eq!(page.finished_reply(), Some("On it."));
+        assert_eq!(
+            page.confirmed_target(ID, &format!("https://chatgpt.com/g/{p}/c/A")),
+            Some(ConvTarget::Project {
+                site: "chatgpt".into(),
+                project_id: p.into(),
+                project_key: format!("https://chatgpt.com/g/{p}"),
+                active_conv_key: Some(format!("https://chatgpt.com/g/{p}/c/B")),
+            })
+        );
+        // The launcher itself is not a conversation; a generating reply is not finished.
+        let home = json!({ "ok": true, "url": format!("https://chatgpt.com/g/{p}/project"), "turns": [{ "role": "user", "text": seed() }] });
+        assert_eq!(PageRead::from_chatgpt_turns(&home).unwrap().confirmed_target(ID, "x"), None);
+        let busy = json!({ "ok": true, "url": "https://chatgpt.com/c/A", "generating": true, "turns": [{ "role": "assistant", "text": "half" }] });
+        assert_eq!(PageRead::from_chatgpt_turns(&busy).unwrap().finished_reply(), None);
+        assert_eq!(PageRead::from_chatgpt_turns(&json!({ "ok": false, "error": "not-ready" })), None);
     }
 }

@@ -1,10 +1,14 @@
-//! The handoff flow in the service worker (spec/extension.md §7.7), for z.ai conversations:
-//! ask the source conversation for its packet, open a new chat, seed it, and move the
-//! bindings only once the target page shows the seed in a conversation of its own.
+//! The handoff flow in the service worker (spec/extension.md §7.7), for z.ai conversations
+//! and ChatGPT Project conversations: ask the source conversation for its packet, open a new
+//! chat (z.ai: a new tab at the launcher; ChatGPT: the Project's launcher in a new tab), seed
+//! it, and move the bindings only once the target page shows the seed in a conversation of
+//! its own.
 //!
-//! Every control message (the packet request, the seed) goes through the bridge content
-//! script's raw send (`h2w_send`: the page's own send, inside the bridge's self-send window),
-//! never through `h2w_submit`, so it is not wrapped as a new tool task. The transfer's steps
+//! On z.ai every control message (the packet request, the seed) goes through the bridge
+//! content script's raw send (`h2w_send`: the page's own send, inside the bridge's self-send
+//! window), never through `h2w_submit`, so it is not wrapped as a new tool task. On ChatGPT
+//! (no bridge) it is the wakes' path: MAIN-world insert, then the content script's Send. The
+//! transfer's steps
 //! are ext-core's `continuity::handoff` state machine, persisted in
 //! `chrome.storage.local["herdrConversationTransfers"]` before each step acts: the seed is
 //! handed out once, and a seed whose fate is unknown is never sent again.
@@ -28,8 +32,8 @@ use wasm_bindgen::prelude::*;
 
 use super::continuity_delivery::sleep;
 use super::{continuity, continuity_io as cio, io, store};
-use crate::continuity_handoff::{confirmed_target, current_reply, finished_reply, launch_url, seed_outcome};
-use crate::continuity_page::target_of;
+use crate::continuity_handoff::{PageRead, launch_url, seed_outcome};
+use crate::continuity_page::{chatgpt_composer_selector, target_of};
 
 pub const TRANSFERS_KEY: &str = "herdrConversationTransfers";
 /// How long the source conversation has to write its packet.
@@ -115,18 +119,54 @@ async fn ask_tab(tab: i32, message: Value) -> Value {
     }
 }
 
-/// The bridge content script's snapshot of the tab (its adapter's view of the page).
-async fn snapshot(tab: i32) -> Option<PageSnapshot> {
-    let answer = ask_tab(tab, json!({ "type": "h2w_snapshot" })).await;
-    if answer.get("ok") != Some(&Value::Bool(true)) {
-        return None;
-    }
-    serde_json::from_value(answer.get("snapshot")?.clone()).ok()
+/// Which content script speaks for the page: z.ai's bridge or ChatGPT's continuity script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PageKind {
+    Zai,
+    ChatGpt,
 }
 
-/// Sends `text` exactly as given, through the page's own send (not wrapped as a task).
-async fn send_raw(tab: i32, text: &str) -> Value {
-    ask_tab(tab, json!({ "type": "h2w_send", "text": text })).await
+impl PageKind {
+    fn of(site: &str) -> Option<PageKind> {
+        match site {
+            "z.ai" => Some(PageKind::Zai),
+            "chatgpt" => Some(PageKind::ChatGpt),
+            _ => None,
+        }
+    }
+}
+
+/// The page as its content script reads it.
+async fn read_page(kind: PageKind, tab: i32) -> Option<PageRead> {
+    match kind {
+        PageKind::Zai => {
+            let answer = ask_tab(tab, json!({ "type": "h2w_snapshot" })).await;
+            if answer.get("ok") != Some(&Value::Bool(true)) {
+                return None;
+            }
+            let snapshot: PageSnapshot = serde_json::from_value(answer.get("snapshot")?.clone()).ok()?;
+            PageRead::from_snapshot(&snapshot)
+        }
+        PageKind::ChatGpt => PageRead::from_chatgpt_turns(&ask_tab(tab, json!({ "type": "h2w_turns" })).await),
+    }
+}
+
+/// Sends `text` exactly as given: on z.ai through the bridge's raw send (not wrapped as a
+/// task), on ChatGPT inserted in the MAIN world (never over the user's draft) and sent.
+async fn send_raw(kind: PageKind, tab: i32, text: &str) -> Value {
+    match kind {
+        PageKind::Zai => ask_tab(tab, json!({ "type": "h2w_send", "text": text })).await,
+        PageKind::ChatGpt => {
+            if read_page(kind, tab).await.is_some_and(|p| p.busy) {
+                return json!({ "ok": false, "error": "generating" });
+            }
+            let inserted = io::wait(cio::insert_main(tab, text, &chatgpt_composer_selector(), true)).await.map(|v| io::from_js(&v)).unwrap_or(Value::Null);
+            if inserted.get("ok") != Some(&Value::Bool(true)) {
+                return json!({ "ok": false, "error": inserted.get("error").and_then(Value::as_str).unwrap_or("insert-failed") });
+            }
+            ask_tab(tab, json!({ "type": "h2w_wake_submit", "text": text })).await
+        }
+    }
 }
 
 fn lang() -> Lang {
@@ -146,21 +186,19 @@ pub async fn start_handoff(message: &Value) -> Value {
         Ok(t) => t,
         Err(code) => return refused(code, url),
     };
-    let launch = match launch_url(&source) {
-        // ChatGPT Projects need the MAIN-world composer path for the request and the seed;
-        // only z.ai's bridge send is wired here so far.
-        Ok(l) if source.site() == "z.ai" => l,
+    let (launch, kind) = match (launch_url(&source), PageKind::of(source.site())) {
+        (Ok(l), Some(kind)) => (l, kind),
         _ => return refused("handoff-unsupported", format!("no handoff from {url}")),
     };
-    let Some(page) = snapshot(tab_id).await else {
-        return refused("page-unreadable", "the bridge in the source tab did not answer");
+    let Some(page) = read_page(kind, tab_id).await else {
+        return refused("page-unreadable", "the content script in the source tab did not answer");
     };
     let source_page_key = crate::continuity_page::shown_conversation(url).unwrap_or_default();
     let now = io::now();
     let id = transfer_id(now, (js_sys::Math::random() * 1e12) as u64);
     let started = continuity::with_core(|core| {
         TRANSFERS.with(|t| {
-            t.borrow_mut().start(core.bindings(), &source, &source_page_key, &current_reply(&page), id.clone(), now).map(|t| t.id.clone())
+            t.borrow_mut().start(core.bindings(), &source, &source_page_key, page.current_reply(), id.clone(), now).map(|t| t.id.clone())
         })
     });
     let id = match started {
@@ -168,13 +206,14 @@ pub async fn start_handoff(message: &Value) -> Value {
         Err(e) => return refused(e.code(), e.to_string()),
     };
     persist();
-    let sent = send_raw(tab_id, &packet_request(&id, lang())).await;
+    let sent = send_raw(kind, tab_id, &packet_request(&id, lang())).await;
     if sent.get("ok") != Some(&Value::Bool(true)) {
         with_transfer(&id, |t| t.fail("request-not-sent", io::now()));
-        return refused("request-not-sent", sent.get("detail").and_then(Value::as_str).unwrap_or("the page did not take it").to_string());
+        let why = sent.get("detail").or(sent.get("error")).and_then(Value::as_str).unwrap_or("the page did not take it");
+        return refused("request-not-sent", why.to_string());
     }
     let flow_id = id.clone();
-    wasm_bindgen_futures::spawn_local(async move { run(flow_id, tab_id, launch).await });
+    wasm_bindgen_futures::spawn_local(async move { run(flow_id, kind, tab_id, launch).await });
     json!({ "ok": true, "transferId": id })
 }
 
@@ -183,8 +222,8 @@ fn status_of(id: &str) -> Option<TransferStatus> {
 }
 
 /// The rest of a transfer, once the packet request is out.
-async fn run(id: String, source_tab: i32, launch: String) {
-    if !await_packet(&id, source_tab).await {
+async fn run(id: String, kind: PageKind, source_tab: i32, launch: String) {
+    if !await_packet(&id, kind, source_tab).await {
         return;
     }
     if with_transfer(&id, |t| t.open_target(io::now())).and_then(Result::ok).is_none() {
@@ -195,30 +234,32 @@ async fn run(id: String, source_tab: i32, launch: String) {
         with_transfer(&id, |t| t.fail("target-not-opened", io::now()));
         return;
     };
-    if !target_ready(target_tab).await {
+    if !target_ready(kind, target_tab).await {
         with_transfer(&id, |t| t.fail("target-not-ready", io::now()));
         return;
     }
     // Recorded (and persisted) as submitting before it goes out: never handed out twice.
     let Some(Ok(seed)) = with_transfer(&id, |t| t.begin_seed(lang(), io::now())) else { return };
-    let outcome = seed_outcome(&send_raw(target_tab, &seed).await);
+    let outcome = seed_outcome(&send_raw(kind, target_tab, &seed).await);
     let failed = matches!(outcome, SeedOutcome::Failed(_));
     with_transfer(&id, |t| t.on_seed_outcome(outcome, io::now()));
     if failed {
         return;
     }
-    confirm_and_commit(&id, target_tab).await;
+    confirm_and_commit(&id, kind, target_tab).await;
 }
 
 /// Polls the source for the first new finished reply carrying the packet.
-async fn await_packet(id: &str, source_tab: i32) -> bool {
+async fn await_packet(id: &str, kind: PageKind, source_tab: i32) -> bool {
     let deadline = io::now() + PACKET_WAIT_MS;
     loop {
         if status_of(id) != Some(TransferStatus::SummaryRequested) {
             return false; // cancelled meanwhile
         }
-        if let Some(reply) = snapshot(source_tab).await.as_ref().and_then(finished_reply) {
-            match with_transfer(id, |t| t.on_source_reply(&reply, io::now())) {
+        if let Some(page) = read_page(kind, source_tab).await
+            && let Some(reply) = page.finished_reply()
+        {
+            match with_transfer(id, |t| t.on_source_reply(reply, io::now())) {
                 Some(Ok(true)) => return true,
                 Some(Ok(false)) => {}
                 Some(Err(e)) => {
@@ -236,10 +277,10 @@ async fn await_packet(id: &str, source_tab: i32) -> bool {
     }
 }
 
-async fn target_ready(tab: i32) -> bool {
+async fn target_ready(kind: PageKind, tab: i32) -> bool {
     let deadline = io::now() + TARGET_READY_MS;
     while io::now() < deadline {
-        if snapshot(tab).await.is_some_and(|s| s.composer.present) {
+        if read_page(kind, tab).await.is_some_and(|p| p.composer) {
             return true;
         }
         sleep(POLL_MS).await;
@@ -249,15 +290,15 @@ async fn target_ready(tab: i32) -> bool {
 
 /// Moves the bindings once the target shows the seed in its own conversation; otherwise the
 /// transfer ends uncertain and nothing is sent again.
-async fn confirm_and_commit(id: &str, target_tab: i32) {
+async fn confirm_and_commit(id: &str, kind: PageKind, target_tab: i32) {
     let Some(source_page) = TRANSFERS.with(|t| t.borrow().get(id).map(|t| t.source_page_key.clone())) else { return };
     let deadline = io::now() + CONFIRM_WAIT_MS;
     while io::now() < deadline {
         if !matches!(status_of(id), Some(TransferStatus::SeedSubmitting | TransferStatus::SeedUncertain)) {
             return;
         }
-        let page = snapshot(target_tab).await;
-        if let Some((page, target)) = page.as_ref().and_then(|p| confirmed_target(p, id, &source_page).map(|t| (p, t))) {
+        let page = read_page(kind, target_tab).await;
+        if let Some((page, target)) = page.as_ref().and_then(|p| p.confirmed_target(id, &source_page).map(|t| (p, t))) {
             let now = io::now();
             let committed = continuity::with_core(|core| {
                 let result = TRANSFERS.with(|t| t.borrow_mut().get_mut(id).map(|t| t.commit(core.bindings_mut(), true, &target, now)));

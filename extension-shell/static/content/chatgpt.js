@@ -108,6 +108,13 @@
       reply(probe());
       return false;
     }
+    // The conversation's turns, for the handoff (the packet in a reply, the seed's arrival).
+    if (message?.type === 'h2w_turns') {
+      const nodes = [...document.querySelectorAll(`${sel.user_turn}, ${sel.assistant_turn}`)].slice(-40);
+      const turns = nodes.map((n) => ({ role: n.matches(sel.user_turn) ? 'user' : 'assistant', text: (n.innerText || '').trim() }));
+      reply({ ok: true, url: location.href, generating: generating(), composer: !!composer(), turns });
+      return false;
+    }
     if (message?.type === 'h2w_wake_submit') {
       submit(String(message.text || '')).then(reply, (e) => reply({ ok: false, error: 'submit-failed', detail: String(e) }));
       return true;
