@@ -63,6 +63,9 @@ export class ConversationStore extends EventEmitter {
     super();
     this.chats = new Map(); // `${site}:${chatId}` -> [{id, role, text, href, at}]
     this.log = [];
+    /// Sites whose pages loaded from now on hang on send: nothing is taken, the composer
+    /// stays full (a page in trouble, for tests of uncertain delivery).
+    this.holdSends = new Set();
   }
 
   add(site, chatId, message) {
@@ -118,6 +121,9 @@ export async function installFixtureSites(context, store = new ConversationStore
     const site = siteOf(request.url());
     if (url.pathname === '/__fixture/app.js') {
       return route.fulfill({ status: 200, contentType: 'text/javascript', body: appJs });
+    }
+    if (url.pathname === '/__fixture/api/config') {
+      return route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify({ holdSends: store.holdSends.has(site) }) });
     }
     const apiMatch = url.pathname.match(/^\/__fixture\/api\/chat\/([^/]+)(\/messages)?$/);
     if (apiMatch) {

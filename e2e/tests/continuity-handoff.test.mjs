@@ -21,6 +21,7 @@ before(async () => {
   stack = await startStack('continuity-handoff', { sites: ['zai'], herdr: true });
   await stack.herdrSim.addAgent({ workspace: 'w1', label: 'repo', pane: 'w1:p1', cwd: stack.project, status: 'idle' });
   await stack.herdrSim.addAgent({ workspace: 'w2', label: 'release', pane: 'w2:p1', cwd: stack.project, status: 'idle' });
+  await stack.herdrSim.addAgent({ workspace: 'w3', label: 'lexer', pane: 'w3:p1', cwd: stack.project, status: 'idle' });
 });
 
 after(async () => {
@@ -207,4 +208,60 @@ test('ChatGPT Project handoff: the seed starts a new chat in the Project, and th
   assert.equal(binding.active_conv_key, targetKey);
   const sent = store.userMessages('chatgpt');
   assert.equal(sent.filter((m) => m.text.includes(`[HERDR_CONTINUITY_TRANSFER id=${id}]`)).length, 1);
+});
+
+test('z.ai handoff whose target never takes the seed: uncertain, never sent again, the binding stays until the user gives up', async () => {
+  const { store } = stack;
+  const since = store.log.length;
+  const page = await openChat(stack, `${ZAI}/`);
+  await userSends(page, 'refactor the lexer');
+  const first = await store.waitFor((m) => m.site === 'zai' && m.role === 'user', { sinceIndex: since, what: 'the first user message' });
+  await modelReply(page, 'Fine, the lexer it is.');
+  const sourceKey = `${ZAI}/c/${first.chatId}`;
+  await page.waitForURL(sourceKey);
+  const tabId = await tabIdOf(stack, sourceKey);
+  assert.equal((await popupMessage(stack, { type: 'h2w_bind', tabId, workspace: { kind: 'herdr', id: 'w3' } })).ok, true);
+  const started = await popupMessage(stack, { type: 'h2w_handoff_start', tabId });
+  assert.equal(started.ok, true, JSON.stringify(started));
+  const id = started.transferId;
+  await store.waitFor((m) => m.chatId === first.chatId && m.text.includes(`<<<HERDR_HANDOFF_V1 id=${id}>>>`), { what: 'the packet request' });
+
+  // The chat page opened next hangs: the seed goes into its composer, but Send takes nothing.
+  store.holdSends.add('zai');
+  try {
+    await modelReply(page, `<<<HERDR_HANDOFF_V1 id=${id}>>>\nGoal: a faster lexer.\n<<<END_HERDR_HANDOFF_V1>>>`);
+    const uncertain = await until(async () => {
+      const s = await sample(id, 'w3', (b) => b.conv_key);
+      return s.transfer?.status === 'seed_uncertain' ? s : null;
+    }, { timeoutMs: 30_000, what: 'the seed to be recorded as uncertain' });
+    assert.equal(uncertain.at, sourceKey);
+    assert.equal(uncertain.transfer.failure, 'submit-failed');
+    const target = stack.context.pages().find((p) => p !== page && p.url() === `${ZAI}/`);
+    assert.ok(target, 'the new chat tab is open');
+    const held = await target.evaluate(() => window.__fixture.heldSends());
+    assert.ok(held >= 1, 'the page was asked to send');
+    const draft = await target.evaluate(() => document.querySelector('textarea').value);
+    assert.equal(draft.split(`[HERDR_CONTINUITY_TRANSFER id=${id}]`).length - 1, 1, 'the seed is in the composer once');
+
+    // Nothing is sent again, nothing moves, and wakes stay paused while the user has not decided.
+    const end = Date.now() + 3_000;
+    while (Date.now() < end) {
+      assert.equal(await target.evaluate(() => window.__fixture.heldSends()), held, 'the seed was sent again');
+      const s = await sample(id, 'w3', (b) => b.conv_key);
+      assert.equal(s.at, sourceKey);
+      assert.equal(s.transfer.status, 'seed_uncertain');
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    assert.equal(store.userMessages('zai').filter((m) => m.text.includes(`[HERDR_CONTINUITY_TRANSFER id=${id}]`)).length, 0);
+    assert.equal((await popupMessage(stack, { type: 'h2w_handoff_start', tabId })).error, 'handoff_active');
+  } finally {
+    store.holdSends.delete('zai');
+  }
+
+  // The user looked and gives up: the transfer fails, the binding never moved.
+  assert.equal((await popupMessage(stack, { type: 'h2w_handoff_cancel', id })).ok, true);
+  const after = await sample(id, 'w3', (b) => b.conv_key);
+  assert.equal(after.transfer.status, 'failed');
+  assert.equal(after.at, sourceKey);
+  assert.equal((await popupMessage(stack, { type: 'h2w_handoff_cancel', id })).error, 'wrong_status');
 });
