@@ -7,7 +7,9 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
-BUDGET_BYTES=$((1536 * 1024)) # service-worker WASM, raw
+# Service-worker WASM, raw, without wasm-opt (optional). Continuity's wakes, delivery and
+# persisted delivery state (pending wakes survive a worker restart) took it to ~1.55 MiB.
+BUDGET_BYTES=$((1664 * 1024))
 profile=release
 [ "${1:-}" = "--dev" ] && profile=dev
 target_dir="${CARGO_TARGET_DIR:-$root/target}"

@@ -6,7 +6,6 @@
 
 pub mod continuity_handoff;
 pub mod continuity_page;
-pub mod continuity_pending;
 pub mod conversation_state;
 pub mod mcp;
 pub mod sender;

@@ -29,15 +29,17 @@
 
 use std::cell::RefCell;
 
-use ext_core::continuity::{BindingView, Continuity, ContinuityAction, Lang, ProgressSettings, PushEvent, Settings, TabRef, Wake, WorkspaceRef};
+use ext_core::continuity::{
+    Blocked, BindingView, Continuity, ContinuityAction, DeliveryGuard, DeliveryOutcome, Lang, PendingReason, ProgressSettings, PushEvent, Settings,
+    TabRef, Wake, WorkspaceRef,
+};
 use serde_json::{Map, Value, json};
 
 use super::{continuity_delivery as delivery, continuity_io as cio, continuity_stream as stream, io, store};
 use crate::continuity_page::{chatgpt_probe_selectors, target_of};
-use crate::continuity_pending::{PendingWake, PendingWakes};
 
 pub const CONTINUITY_KEY: &str = "herdrContinuity";
-pub const PENDING_KEY: &str = "herdrPendingWakes";
+pub const GUARD_KEY: &str = "herdrDeliveryGuard";
 pub const SETTINGS_KEY: &str = "herdrContinuitySettings";
 /// Deliveries kept for the state view (tests, diagnostics).
 pub const DELIVERY_LOG_MAX: usize = 100;
@@ -45,29 +47,8 @@ pub const DELIVERY_LOG_MAX: usize = 100;
 #[derive(Default)]
 struct State {
     core: Continuity,
-    pending: PendingWakes,
+    guard: DeliveryGuard,
     deliveries: Vec<Value>,
-}
-
-/// A wake to carry out; `pending_id` when it is a retry of a pending one.
-#[derive(Debug, Clone)]
-struct WakeOrder {
-    binding_key: String,
-    conv_key: String,
-    kind: String,
-    text: String,
-    pending_id: Option<String>,
-}
-
-impl WakeOrder {
-    fn from_wake(w: &Wake) -> Self {
-        let kind = serde_json::to_value(w.kind).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-        WakeOrder { binding_key: w.binding_key.clone(), conv_key: w.conv_key.clone(), kind, text: w.text.clone(), pending_id: None }
-    }
-
-    fn from_pending(w: PendingWake) -> Self {
-        WakeOrder { binding_key: w.binding_key, conv_key: w.conv_key, kind: w.kind, text: w.text, pending_id: Some(w.id) }
-    }
 }
 
 thread_local! {
@@ -79,7 +60,7 @@ pub fn start() {
     STATE.with(|s| {
         let mut s = s.borrow_mut();
         s.core = store::get(CONTINUITY_KEY).and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default();
-        s.pending = store::get(PENDING_KEY).and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default();
+        s.guard = store::get(GUARD_KEY).and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default();
         if let Err(e) = s.core.set_settings(settings()) {
             io::log("warn", &format!("continuity settings ignored: {e}"));
         }
@@ -94,16 +75,16 @@ pub fn on_alarm(name: &str) {
     }
 }
 
-/// Writes the continuity state and pending wakes together, so they never disagree after a
-/// restart.
+/// Writes the continuity state and the delivery bookkeeping (pending wakes) together, so they
+/// never disagree after a restart.
 fn persist() {
-    let (core, pending) = STATE.with(|s| {
+    let (core, guard) = STATE.with(|s| {
         let s = s.borrow();
-        (serde_json::to_value(&s.core).unwrap_or(Value::Null), serde_json::to_value(&s.pending).unwrap_or(Value::Null))
+        (serde_json::to_value(&s.core).unwrap_or(Value::Null), serde_json::to_value(&s.guard).unwrap_or(Value::Null))
     });
     let mut items = Map::new();
     items.insert(CONTINUITY_KEY.into(), core);
-    items.insert(PENDING_KEY.into(), pending);
+    items.insert(GUARD_KEY.into(), guard);
     let write = store::set(items);
     wasm_bindgen_futures::spawn_local(async move {
         if let Err(e) = write.await {
@@ -174,7 +155,7 @@ fn carry_out(actions: Vec<ContinuityAction>) {
         match action {
             ContinuityAction::Wake(w) => {
                 wasm_bindgen_futures::spawn_local(async move {
-                    deliver_order(WakeOrder::from_wake(&w), Trigger::Automatic).await;
+                    deliver_wake(w, Trigger::Automatic).await;
                 });
             }
             // Auto is off: kept by the core for the popup, never sent.
@@ -218,9 +199,10 @@ fn auto_on(conv_key_of_binding: &str) -> bool {
     STATE.with(|s| s.borrow().core.bindings().auto(conv_key_of_binding))
 }
 
-/// Carries out one wake; an undelivered one becomes (or stays) pending.
-async fn deliver_order(order: WakeOrder, trigger: Trigger) -> Value {
-    let binding = STATE.with(|s| s.borrow().core.bindings().get(&order.binding_key).cloned());
+/// Carries out one wake through the delivery guard: an undelivered one is parked as
+/// pending (the guard decides whether it may be retried on its own).
+async fn deliver_wake(wake: Wake, trigger: Trigger) -> Value {
+    let binding = STATE.with(|s| s.borrow().core.bindings().get(&wake.binding_key).cloned());
     let Some(binding) = binding else { return json!({ "ok": false, "error": "not-found" }) };
     if super::handoff::blocks_wakes(&binding.conv_key) {
         return json!({ "ok": false, "error": "handoff_active" });
@@ -229,49 +211,56 @@ async fn deliver_order(order: WakeOrder, trigger: Trigger) -> Value {
         // Nothing is ever sent automatically while Auto is off.
         return json!({ "ok": false, "error": "disabled" });
     }
-    let result = if trigger == Trigger::Automatic && !delivery::runtime_gate().await {
-        json!({ "ok": false, "error": "local_runtime_unavailable" })
-    } else {
-        delivery::deliver(&binding, &order.text).await
+    let now = io::now();
+    let park = |reason: PendingReason| STATE.with(|s| s.borrow_mut().guard.park(wake.clone(), reason, now));
+    if trigger == Trigger::Automatic && !delivery::runtime_gate().await {
+        park(PendingReason::Failed("local_runtime_unavailable".into()));
+        return finish_log(&wake, trigger, json!({ "ok": false, "error": "local_runtime_unavailable" }));
+    }
+    if binding.site != "chatgpt" {
+        park(PendingReason::Failed("site-not-supported".into()));
+        return finish_log(&wake, trigger, json!({ "ok": false, "error": "site-not-supported" }));
+    }
+    let Some(tab) = delivery::find_tab(binding.tab_id, &wake.conv_key).await else {
+        park(PendingReason::NoTab);
+        return finish_log(&wake, trigger, json!({ "ok": false, "error": "no_tab" }));
     };
-    record(&order, trigger, &result);
-    result
+    let tab64 = i64::from(tab);
+    let begun = STATE.with(|s| s.borrow_mut().guard.begin(tab64, &wake, io::now()));
+    match begun {
+        // The same text just reached this tab: a duplicate, not a loss.
+        Err(Blocked::Dedupe) => return finish_log(&wake, trigger, json!({ "ok": true, "skipped": "dedupe", "tab": tab })),
+        // Parked as pending by the guard.
+        Err(b) => return finish_log(&wake, trigger, json!({ "ok": false, "error": b.code(), "tab": tab })),
+        Ok(()) => {}
+    }
+    let last_failed = STATE.with(|s| s.borrow().guard.last_failed(tab64).map(str::to_string));
+    let result = delivery::attempt(tab, &wake.conv_key, &wake.text, last_failed.as_deref()).await;
+    let outcome = if result.get("ok") == Some(&Value::Bool(true)) {
+        DeliveryOutcome::Delivered
+    } else {
+        DeliveryOutcome::NotDelivered(result.get("error").and_then(Value::as_str).unwrap_or("submit-failed").to_string())
+    };
+    STATE.with(|s| s.borrow_mut().guard.finish(tab64, &wake.id, outcome, io::now()));
+    finish_log(&wake, trigger, result)
 }
 
-fn record(order: &WakeOrder, trigger: Trigger, result: &Value) {
-    let now = io::now();
+/// Logs a delivery attempt and saves the guard's new state.
+fn finish_log(wake: &Wake, trigger: Trigger, result: Value) -> Value {
+    let kind = serde_json::to_value(wake.kind).unwrap_or(Value::Null);
     let ok = result.get("ok") == Some(&Value::Bool(true));
-    let reason = result.get("error").and_then(Value::as_str).unwrap_or("undelivered").to_string();
     STATE.with(|s| {
         let mut s = s.borrow_mut();
         if s.deliveries.len() >= DELIVERY_LOG_MAX {
             s.deliveries.remove(0);
         }
         s.deliveries.push(json!({
-            "binding": order.binding_key, "conv": order.conv_key, "kind": order.kind, "trigger": format!("{trigger:?}"),
-            "ok": ok, "result": result, "at": now, "text": order.text,
+            "wake": wake.id, "binding": wake.binding_key, "conv": wake.conv_key, "kind": kind, "trigger": format!("{trigger:?}"),
+            "ok": ok, "result": result, "at": io::now(),
         }));
-        match (&order.pending_id, ok) {
-            (Some(id), true) => {
-                s.pending.remove(id);
-            }
-            (Some(id), false) => s.pending.failed_again(id, &reason),
-            (None, true) => {}
-            (None, false) => {
-                s.pending.add(PendingWake {
-                    id: String::new(),
-                    binding_key: order.binding_key.clone(),
-                    conv_key: order.conv_key.clone(),
-                    kind: order.kind.clone(),
-                    text: order.text.clone(),
-                    reason,
-                    created_at_ms: now,
-                    attempts: 1,
-                });
-            }
-        }
     });
     persist();
+    result
 }
 
 fn tab_ref(tab: &Value) -> Option<TabRef> {
@@ -296,6 +285,33 @@ pub fn page_seen(tab_id: i32, url: &str) {
     }
 }
 
+/// The delivery code a wake waits for (spec §7.5 names).
+fn reason_code(reason: &PendingReason) -> &str {
+    match reason {
+        PendingReason::UserTyping => "user-typing",
+        PendingReason::WakeInFlight => "wake-in-flight",
+        PendingReason::Generating => "generating",
+        PendingReason::NoTab => "no_tab",
+        PendingReason::Uncertain(code) | PendingReason::Failed(code) => code,
+    }
+}
+
+/// Pending wakes as the popup shows them: `{id, kind, conv_key, text, reason, since_ms, ...}`.
+fn pending_json(guard: &mut DeliveryGuard) -> Value {
+    let list: Vec<Value> = guard
+        .pending(io::now())
+        .iter()
+        .map(|p| {
+            let mut w = serde_json::to_value(&p.wake).unwrap_or(Value::Null);
+            w["reason"] = json!(reason_code(&p.reason));
+            w["uncertain"] = json!(matches!(p.reason, PendingReason::Uncertain(_)));
+            w["since_ms"] = json!(p.since_ms);
+            w
+        })
+        .collect();
+    Value::from(list)
+}
+
 fn views_json(views: Vec<BindingView>) -> Value {
     serde_json::to_value(views).unwrap_or(Value::Null)
 }
@@ -317,9 +333,22 @@ pub fn register(tab_id: Option<i32>, tab_url: Option<&str>, claimed_key: &str) -
 /// `h2w_composer_free`: retries one held-back wake of the tab's conversation.
 pub async fn composer_free(tab_url: Option<&str>) -> Value {
     let Some(conv) = tab_url.and_then(crate::continuity_page::shown_conversation) else { return json!({ "ok": false }) };
-    let next = STATE.with(|s| s.borrow().pending.next_retry(&conv).cloned());
+    // Only wakes of a conversation whose Auto is on are retried by themselves.
+    let next = STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let State { core, guard, .. } = &mut *s;
+        let now = io::now();
+        let wake = guard.next_retry(&conv, now)?;
+        let bindings = core.bindings();
+        if bindings.get(&wake.binding_key).is_some_and(|b| bindings.auto(&b.conv_key)) {
+            Some(wake)
+        } else {
+            guard.park(wake, PendingReason::Failed("disabled".into()), now);
+            None
+        }
+    });
     let Some(wake) = next else { return json!({ "ok": true, "retried": false }) };
-    let result = deliver_order(WakeOrder::from_pending(wake), Trigger::Retry).await;
+    let result = deliver_wake(wake, Trigger::Retry).await;
     json!({ "ok": true, "retried": true, "result": result })
 }
 
@@ -358,7 +387,8 @@ pub async fn page_info(message: &Value) -> Value {
     let target = target_of(&url);
     let (workspaces, herdr_live) = workspace_choices().await;
     STATE.with(|s| {
-        let s = s.borrow();
+        let mut s = s.borrow_mut();
+        let pending = pending_json(&mut s.guard);
         let bindings = target.as_ref().map(|t| views_json(s.core.bindings().for_page(t))).unwrap_or(Value::from(Vec::<Value>::new()));
         json!({
             "ok": true,
@@ -367,7 +397,7 @@ pub async fn page_info(message: &Value) -> Value {
             "pageError": target.as_ref().err(),
             "bindings": bindings,
             "all": views_json(s.core.list()),
-            "pending": s.pending.list(),
+            "pending": pending,
             "suppressed": s.core.suppressed().filter(|w| target.as_ref().is_ok_and(|t| w.conv_key.starts_with(t.binding_conv_key()))).collect::<Vec<_>>(),
             "workspaces": workspaces,
             "herdrLive": herdr_live,
@@ -409,8 +439,10 @@ pub fn unbind(message: &Value) -> Value {
         let mut s = s.borrow_mut();
         let removed = s.core.unbind(conv, workspace.as_ref());
         if let Ok(list) = &removed {
-            for b in list {
-                s.pending.forget_binding(&b.key);
+            // Their waiting wakes have nowhere to go any more.
+            let ids: Vec<String> = s.guard.pending(io::now()).iter().filter(|p| list.iter().any(|b| b.key == p.wake.binding_key)).map(|p| p.wake.id.clone()).collect();
+            for id in ids {
+                s.guard.dismiss(&id);
             }
         }
         removed
@@ -437,31 +469,32 @@ pub fn set_auto(message: &Value) -> Value {
 
 pub async fn send_pending(message: &Value) -> Value {
     let id = message.get("id").and_then(Value::as_str).unwrap_or("");
-    let Some(wake) = STATE.with(|s| s.borrow().pending.get(id).cloned()) else { return json!({ "ok": false, "error": "not-found" }) };
-    let result = deliver_order(WakeOrder::from_pending(wake), Trigger::Manual).await;
+    let Some(wake) = STATE.with(|s| s.borrow_mut().guard.take_pending(id, io::now())) else { return json!({ "ok": false, "error": "not-found" }) };
+    let result = deliver_wake(wake, Trigger::Manual).await;
     json!({ "ok": result.get("ok") == Some(&Value::Bool(true)), "result": result })
 }
 
 pub fn dismiss_pending(message: &Value) -> Value {
     let id = message.get("id").and_then(Value::as_str).unwrap_or("");
-    let removed = STATE.with(|s| s.borrow_mut().pending.remove(id));
-    if removed.is_some() {
+    let removed = STATE.with(|s| s.borrow_mut().guard.dismiss(id));
+    if removed {
         persist();
     }
-    json!({ "ok": removed.is_some() })
+    json!({ "ok": removed })
 }
 
 pub fn state() -> Value {
     STATE.with(|s| {
-        let s = s.borrow();
+        let mut s = s.borrow_mut();
+        let pending = pending_json(&mut s.guard);
         json!({
             "bindings": views_json(s.core.list()),
-            "pending": s.pending.list(),
+            "pending": pending,
             "suppressed": s.core.suppressed().collect::<Vec<_>>(),
             "deliveries": s.deliveries,
             "fleet": { "agents": s.core.fleet().agents, "workspaces": s.core.fleet().workspaces, "herdrLive": s.core.fleet().herdr_live },
             "stream": stream::status(),
-            "guard": delivery::guard_state(),
+            "guard": s.guard,
         })
     })
 }

@@ -1,45 +1,26 @@
-//! Delivering one wake into the bound ChatGPT conversation (spec §7.5).
+//! Delivering one wake into the bound ChatGPT conversation (spec §7.5), the page half.
 //!
-//! Order: find the tab that shows the conversation → one wake in flight per tab and no
-//! identical text within 8 s → ask the page (content script) about its composer: never while
-//! a reply is generating, never over the user's draft → insert in the page's MAIN world (so
+//! The caller (`continuity`) finds the tab and claims it through ext-core's `DeliveryGuard`
+//! (one wake in flight per tab, no identical text within 8 s). Then, here: ask the page
+//! (content script) about its composer — never while a reply is generating, never over the
+//! user's draft (ext-core's `composer_decision`) → insert in the page's MAIN world (so
 //! ProseMirror's own state changes) → check the text is there → Send (or Enter) → the page
-//! confirms it took it (composer cleared or a new user turn). Any refusal is returned as
-//! `{ok:false, error}` and the caller keeps the wake as pending.
+//! confirms it took it (composer cleared or a new user turn). Any refusal comes back as
+//! `{ok:false, error}` and the guard parks the wake as pending.
 
-use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
-
-use ext_core::continuity::bindings::Binding;
+use ext_core::continuity::delivery_guard::{ComposerAction, composer_decision, normalise as norm};
 use ext_core::continuity::push_event::Hello;
 use serde_json::{Value, json};
 
 use super::{bridge, continuity_io as cio, io, port};
 use crate::continuity_page::{chatgpt_composer_selector, shown_conversation};
 
-/// Identical wake text to the same conversation within this window is dropped.
-pub const DEDUPE_MS: u64 = 8_000;
 /// Checks that the inserted text is in the composer: attempts × interval.
 pub const VERIFY_POLLS: u32 = 10;
 pub const VERIFY_INTERVAL_MS: u64 = 200;
 /// Lets the editor's state catch up between insert and Send.
 pub const SETTLE_BEFORE_SEND_MS: u64 = 350;
 pub const PUSH_STATE_TIMEOUT_MS: u64 = 4_000;
-
-#[derive(Default)]
-struct Guard {
-    in_flight: HashSet<i32>,
-    /// conversation → (normalised text, delivered at).
-    recent: HashMap<String, (String, u64)>,
-}
-
-thread_local! {
-    static GUARD: RefCell<Guard> = RefCell::new(Guard::default());
-}
-
-fn norm(text: &str) -> String {
-    text.replace('\u{200b}', "").split_whitespace().collect::<Vec<_>>().join(" ")
-}
 
 pub async fn sleep(ms: u64) {
     let promise = js_sys::Promise::new(&mut |resolve, _| io::set_timer(ms as f64, &resolve));
@@ -89,7 +70,7 @@ async fn probe(tab: i32) -> Value {
 
 /// The tab showing `conv`: the binding's own tab if it still shows it, else any that does and
 /// whose content script answers.
-async fn find_tab(remembered: Option<i64>, conv: &str) -> Option<i32> {
+pub async fn find_tab(remembered: Option<i64>, conv: &str) -> Option<i32> {
     if let Some(id) = remembered {
         let tab = io::wait(cio::tab_get(id as i32)).await.map(|t| io::from_js(&t)).unwrap_or(Value::Null);
         if tab.get("url").and_then(Value::as_str).and_then(shown_conversation).as_deref() == Some(conv) {
@@ -113,44 +94,9 @@ fn refusal(code: &str) -> Value {
     json!({ "ok": false, "error": code })
 }
 
-/// Delivers `text` to the binding's conversation; `{ok:true, ack}` once the page took it.
-pub async fn deliver(binding: &Binding, text: &str) -> Value {
-    if binding.site != "chatgpt" {
-        return refusal("site-not-supported");
-    }
-    let conv = binding.target_conv_key().to_string();
-    let Some(tab) = find_tab(binding.tab_id, &conv).await else { return refusal("no_tab") };
-    let now = io::now();
-    let wanted = norm(text);
-    let blocked = GUARD.with(|g| {
-        let g = g.borrow();
-        if g.in_flight.contains(&tab) {
-            Some("wake-in-flight")
-        } else if g.recent.get(&conv).is_some_and(|(t, at)| *t == wanted && now.saturating_sub(*at) < DEDUPE_MS) {
-            Some("dedupe")
-        } else {
-            None
-        }
-    });
-    match blocked {
-        // The same text just went out: this one is a duplicate, not a loss.
-        Some("dedupe") => return json!({ "ok": true, "skipped": "dedupe", "tab": tab }),
-        Some(code) => return refusal(code),
-        None => {}
-    }
-    GUARD.with(|g| g.borrow_mut().in_flight.insert(tab));
-    let result = attempt(tab, &conv, text).await;
-    GUARD.with(|g| {
-        let mut g = g.borrow_mut();
-        g.in_flight.remove(&tab);
-        if result.get("ok") == Some(&Value::Bool(true)) {
-            g.recent.insert(conv.clone(), (wanted, io::now()));
-        }
-    });
-    result
-}
-
-async fn attempt(tab: i32, conv: &str, text: &str) -> Value {
+/// Puts `text` into the composer of `tab` (which must still show `conv`) and sends it;
+/// `{ok:true, ack}` once the page took it.
+pub async fn attempt(tab: i32, conv: &str, text: &str, last_failed: Option<&str>) -> Value {
     let wanted = norm(text);
     let page = probe(tab).await;
     if page.get("ok") != Some(&Value::Bool(true)) {
@@ -165,12 +111,15 @@ async fn attempt(tab: i32, conv: &str, text: &str) -> Value {
     if page.get("composer") != Some(&Value::Bool(true)) {
         return refusal("composer-missing");
     }
-    let current = norm(page.get("text").and_then(Value::as_str).unwrap_or(""));
-    if !current.is_empty() && current != wanted {
+    let current = page.get("text").and_then(Value::as_str).unwrap_or("").to_string();
+    let action = composer_decision(&current, text, last_failed);
+    if action == ComposerAction::UserTyping {
         return refusal("user-typing");
     }
-    if current.is_empty() {
-        let inserted = io::wait(cio::insert_main(tab, text, &chatgpt_composer_selector(), true)).await.map(|v| io::from_js(&v)).unwrap_or(Value::Null);
+    if action != ComposerAction::SubmitOnly {
+        // The page re-checks that the composer still holds what was probed, in the same task
+        // as the insert, so a keystroke in between is never overwritten.
+        let inserted = io::wait(cio::insert_main(tab, text, &chatgpt_composer_selector(), &current)).await.map(|v| io::from_js(&v)).unwrap_or(Value::Null);
         if inserted.get("ok") != Some(&Value::Bool(true)) {
             let code = inserted.get("error").and_then(Value::as_str).unwrap_or("insert-failed").to_string();
             return json!({ "ok": false, "error": code, "detail": inserted.get("detail") });
@@ -195,11 +144,4 @@ async fn attempt(tab: i32, conv: &str, text: &str) -> Value {
     } else {
         json!({ "ok": false, "error": sent.get("error").and_then(Value::as_str).unwrap_or("submit-unconfirmed"), "tab": tab })
     }
-}
-
-pub fn guard_state() -> Value {
-    GUARD.with(|g| {
-        let g = g.borrow();
-        json!({ "inFlight": g.in_flight.iter().collect::<Vec<_>>(), "recent": g.recent.keys().collect::<Vec<_>>() })
-    })
 }

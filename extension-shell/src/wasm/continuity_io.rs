@@ -16,9 +16,10 @@ extern "C" {
     pub fn active_tab() -> Promise;
     #[wasm_bindgen(js_name = keepTab)]
     pub fn keep_tab(tab_id: i32) -> Promise;
-    /// Resolves to `{ok, text}` or `{ok:false, error}`.
+    /// Replaces the composer's content with `text` if it still holds `expected` (or `text`);
+    /// resolves to `{ok, text}` or `{ok:false, error}` (`user-typing` when it changed).
     #[wasm_bindgen(js_name = insertMain)]
-    pub fn insert_main(tab_id: i32, text: &str, selector: &str, only_if_free: bool) -> Promise;
+    pub fn insert_main(tab_id: i32, text: &str, selector: &str, expected: &str) -> Promise;
     #[wasm_bindgen(js_name = uiLanguage)]
     pub fn ui_language() -> String;
     #[wasm_bindgen(js_name = setRepeating)]

@@ -160,7 +160,7 @@ async fn send_raw(kind: PageKind, tab: i32, text: &str) -> Value {
             if read_page(kind, tab).await.is_some_and(|p| p.busy) {
                 return json!({ "ok": false, "error": "generating" });
             }
-            let inserted = io::wait(cio::insert_main(tab, text, &chatgpt_composer_selector(), true)).await.map(|v| io::from_js(&v)).unwrap_or(Value::Null);
+            let inserted = io::wait(cio::insert_main(tab, text, &chatgpt_composer_selector(), "")).await.map(|v| io::from_js(&v)).unwrap_or(Value::Null);
             if inserted.get("ok") != Some(&Value::Bool(true)) {
                 return json!({ "ok": false, "error": inserted.get("error").and_then(Value::as_str).unwrap_or("insert-failed") });
             }

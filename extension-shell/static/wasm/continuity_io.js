@@ -34,16 +34,17 @@ export async function keepTab(tabId) {
 
 // Runs in the page's own JS world, so the editor (ProseMirror) sees a real insertText edit.
 // Selects the whole composer first, so the result is exactly `text`.
-// With `onlyIfFree`, text the user is typing is never replaced: the check and the insert run
-// in the same page task, so no keystroke can land between them.
-function insertInMainWorld(text, selector, onlyIfFree) {
+// Only when the composer still holds `expected` (what the worker probed: empty, or an earlier
+// wake of ours) or already `text`: the check and the insert run in the same page task, so a
+// keystroke of the user can never land between them and be overwritten.
+function insertInMainWorld(text, selector, expected) {
   const shown = (n) => n.isConnected && (n.offsetParent || n.getBoundingClientRect().width > 0);
   const all = [...document.querySelectorAll(selector)].filter(shown);
   const el = all[all.length - 1];
   if (!el) return { ok: false, error: 'composer-missing' };
   const norm = (t) => (t || '').replace(/\s+/g, ' ').trim();
   const before = norm((el.innerText || '').replace(/\u200b/g, ''));
-  if (onlyIfFree && before !== '' && before !== norm(text)) return { ok: false, error: 'user-typing' };
+  if (before !== norm(expected) && before !== norm(text)) return { ok: false, error: 'user-typing' };
   el.focus();
   const range = document.createRange();
   range.selectNodeContents(el);
@@ -57,9 +58,9 @@ function insertInMainWorld(text, selector, onlyIfFree) {
   return { ok: true, text: (el.innerText || '').replace(/\u200b/g, '') };
 }
 
-export async function insertMain(tabId, text, selector, onlyIfFree) {
+export async function insertMain(tabId, text, selector, expected) {
   try {
-    const [result] = await chrome.scripting.executeScript({ target: { tabId }, world: 'MAIN', func: insertInMainWorld, args: [text, selector, onlyIfFree] });
+    const [result] = await chrome.scripting.executeScript({ target: { tabId }, world: 'MAIN', func: insertInMainWorld, args: [text, selector, expected] });
     return result?.result ?? { ok: false, error: 'insert-no-result' };
   } catch (error) {
     return { ok: false, error: 'insert-failed', detail: String(error?.message ?? error) };
