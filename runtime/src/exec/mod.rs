@@ -10,6 +10,7 @@
 //! - [`workspaces`]: where `herdr_exec` finds workspaces (Herdr or managed roots).
 //! - [`structured`], [`steps`]: result and argument shaping for `herdr_exec`.
 
+pub mod backend;
 pub mod compact;
 pub mod idempotency;
 pub mod output;

@@ -20,6 +20,7 @@ pub mod schema;
 pub mod snapshot;
 pub mod socket_path;
 pub mod topology;
+pub mod utility_pane;
 pub mod visibility;
 pub mod workspaces;
 
@@ -48,6 +49,8 @@ pub struct HerdrService {
     /// The policy whose managed roots follow Herdr's panes, and the home directory
     /// that never becomes one (see [`HerdrService::bind_policy`]).
     roots_target: std::sync::OnceLock<(crate::policy::Policy, Option<PathBuf>)>,
+    /// The panes that utility-pane exec sessions typed their commands into.
+    pub pane_sessions: utility_pane::PaneSessions,
 }
 
 impl HerdrService {
@@ -62,6 +65,7 @@ impl HerdrService {
         let schema = SchemaCache::new(config.herdr_bin.clone(), config.timeouts.schema_cli);
         Arc::new(HerdrService { config, client, cache, schema, prompts: Arc::new(MemoryPromptStore::default()),
             roots_target: std::sync::OnceLock::new(),
+            pane_sessions: utility_pane::PaneSessions::default(),
         })
     }
 
@@ -163,6 +167,7 @@ pub fn attach(services: &mut crate::tools::Services, policy: &crate::policy::Pol
         service = service.with_prompt_store(Arc::new(prompt_store_sqlite::SqlitePromptStore::new(Arc::clone(db))));
     }
     services.herdr = Some(Arc::clone(&service));
+    services.exec_backend = crate::exec::backend::BackendChoice::from_env();
     let fallback = crate::exec::workspaces::StandaloneWorkspaces::from_policy(policy);
     services.workspaces = Some(Arc::new(workspaces::HerdrWorkspaces::new(Arc::clone(&service), fallback)));
     Some(service)

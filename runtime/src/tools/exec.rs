@@ -17,10 +17,11 @@ use serde_json::{Map, Value, json};
 
 use super::common::{bool_arg, object_schema, req_str, str_arg, u64_arg};
 use super::exec_common::{self, MAX_COMMAND_BYTES};
+use super::exec_pane::{self, Undelivered};
 use super::{Access, BoxFuture, Handler, ToolContext, ToolOutput, ToolSpec};
 use crate::exec::idempotency::{self, Claim, Idempotency, Intent};
 use crate::exec::workspaces::Workspace;
-use crate::exec::{Session, Stream, compact, steps, structured};
+use crate::exec::{Session, Stream, backend, compact, steps, structured};
 
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 pub const MAX_TIMEOUT_MS: u64 = 60_000;
@@ -180,23 +181,33 @@ async fn execute(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
         Err(out) => return release_and_finish(&registry, ledger.as_ref(), out).await,
     };
 
-    // 4. Delivery.
-    let session = match registry.start_for(&root, &root, &command, Some(&ws.id)).await {
-        Ok(s) => s,
-        Err(e) => {
-            let out = ToolOutput::code(
-                "exec_start_failed",
-                e.to_string(),
-                json!({
-                    "backend": "native", "workspace": ws.id, "command": command,
-                    "delivery_state": "unknown",
-                    "execution": {"started": null, "completed": null, "exit_code": null},
-                    "failure_origin": "unknown",
-                }),
-            );
-            return settle_and_finish(&registry, ledger.as_mut(), "failed", out).await;
+    // 4. Delivery, by the backend the root calls for.
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let ran = if backend::uses_utility_pane(ctx.services.exec_backend, &root, home.as_deref()) {
+        match exec_pane::deliver(ctx.services.herdr.clone(), &registry, &root, &ws, &command).await {
+            Ok((session, pane_id)) => Ran { session, backend: "utility_pane", command: command.clone(), cwd: root.clone(), pane_id: Some(pane_id) },
+            Err(Undelivered::NotDelivered(out)) => return release_and_finish(&registry, ledger.as_ref(), out).await,
+            Err(Undelivered::Uncertain(out)) => return settle_and_finish(&registry, ledger.as_mut(), "failed", out).await,
+        }
+    } else {
+        match registry.start_for(&root, &root, &command, Some(&ws.id)).await {
+            Ok(session) => Ran { command: session.command.clone(), cwd: session.cwd.clone(), session, backend: "native", pane_id: None },
+            Err(e) => {
+                let out = ToolOutput::code(
+                    "exec_start_failed",
+                    e.to_string(),
+                    json!({
+                        "backend": "native", "workspace": ws.id, "command": command,
+                        "delivery_state": "unknown",
+                        "execution": {"started": null, "completed": null, "exit_code": null},
+                        "failure_origin": "unknown",
+                    }),
+                );
+                return settle_and_finish(&registry, ledger.as_mut(), "failed", out).await;
+            }
         }
     };
+    let session = Arc::clone(&ran.session);
     if let Some(l) = ledger.as_mut()
         && let Some(op) = &l.op_id
         && let Err(e) = idempotency::mark_delivered(registry.db(), op, &session.id).await
@@ -208,8 +219,8 @@ async fn execute(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
     // 5. Wait, then settle.
     let timeout = Duration::from_millis(u64_arg(args, "timeout_ms", DEFAULT_TIMEOUT_MS));
     let (phase, out) = match session.wait(timeout).await {
-        Some(_) => ("completed", completed(&session, &ws, &root, warnings)),
-        None => ("running", timed_out(&session, &ws, &root)),
+        Some(_) => ("completed", completed(&ran, &ws, &root, warnings)),
+        None => ("running", timed_out(&ran, &ws, &root)),
     };
     settle_and_finish(&registry, ledger.as_mut(), phase, out).await
 }
@@ -288,7 +299,28 @@ fn output_window(session: &Session) -> (String, u64, bool) {
     (String::from_utf8_lossy(&r.read.bytes).into_owned(), r.read.offset, r.read.offset > 0)
 }
 
-fn completed(session: &Session, ws: &Workspace, root: &std::path::Path, warnings: Option<Value>) -> ToolOutput {
+/// A delivered command: its session, and what the caller should see of it (the
+/// utility-pane backend's session runs a watcher, not the command itself).
+struct Ran {
+    session: Arc<Session>,
+    backend: &'static str,
+    command: String,
+    cwd: PathBuf,
+    pane_id: Option<String>,
+}
+
+impl Ran {
+    fn describe(&self, p: &mut Value) {
+        p["backend"] = json!(self.backend);
+        p["effective_cwd"] = json!(self.cwd.display().to_string());
+        if let Some(pane) = &self.pane_id {
+            p["pane_id"] = json!(pane);
+        }
+    }
+}
+
+fn completed(ran: &Ran, ws: &Workspace, root: &std::path::Path, warnings: Option<Value>) -> ToolOutput {
+    let session = &ran.session;
     let exit = session.exit();
     let exit_code = exit.as_ref().and_then(|e| e.exit_code);
     let signal = exit.as_ref().and_then(|e| e.signal.clone());
@@ -297,7 +329,7 @@ fn completed(session: &Session, ws: &Workspace, root: &std::path::Path, warnings
         "ok": exit_code == Some(0),
         "backend": "native",
         "workspace": ws.id,
-        "command": session.command,
+        "command": ran.command,
         "session_id": session.id,
         "op_id": session.id,
         "phase": "completed",
@@ -330,13 +362,15 @@ fn completed(session: &Session, ws: &Workspace, root: &std::path::Path, warnings
     if let Some(w) = warnings {
         p["warnings"] = w;
     }
+    ran.describe(&mut p);
     ToolOutput::payload(p)
 }
 
-fn timed_out(session: &Session, ws: &Workspace, root: &std::path::Path) -> ToolOutput {
+fn timed_out(ran: &Ran, ws: &Workspace, root: &std::path::Path) -> ToolOutput {
+    let session = &ran.session;
     let (partial, _, _) = output_window(session);
     let next_offset = session.with_output(|o| o.ring(Stream::Both).total());
-    ToolOutput::code(
+    let mut out = ToolOutput::code(
         "exec_timeout",
         format!("{} is still running after the timeout; it was not stopped", session.id),
         json!({
@@ -353,7 +387,9 @@ fn timed_out(session: &Session, ws: &Workspace, root: &std::path::Path) -> ToolO
             "failure_origin": "timeout",
             "hint": "Follow it with herdr_exec_read (stream both, offset next_offset) or stop it with herdr_exec_kill; do not send the command again.",
         }),
-    )
+    );
+    ran.describe(&mut out.payload);
+    out
 }
 
 async fn settle_and_finish(
@@ -384,7 +420,9 @@ async fn release_and_finish(registry: &crate::exec::ExecRegistry, ledger: Option
     {
         tracing::warn!(op = %op, "ledger reservation not released: {e}");
     }
-    // Nothing ran and nothing is recorded: the same key may be used again.
-    let mode = if l.idem.key.is_none() { "retry_freely" } else { "retry_with_same_key" };
-    Ledger { idem: l.idem.clone(), op_id: None, persisted: false }.finish(out, false, mode)
+    // Nothing ran and nothing is recorded: the same key may be used again (a refusal
+    // that knows better, e.g. "wait for the pane", keeps its own mode).
+    let default = if l.idem.key.is_none() { "retry_freely" } else { "retry_with_same_key" };
+    let mode = out.payload.get("safe_retry_mode").and_then(Value::as_str).unwrap_or(default).to_string();
+    Ledger { idem: l.idem.clone(), op_id: None, persisted: false }.finish(out, false, &mode)
 }

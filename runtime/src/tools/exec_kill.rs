@@ -43,7 +43,17 @@ fn run(ctx: Arc<ToolContext>, args: Map<String, Value>) -> BoxFuture<ToolOutput>
         };
         let payload = match registry.kill(&session) {
             KillOutcome::Signalled => {
-                json!({"ok": true, "session_id": session.id, "killed": true, "exit_code": null, "signal": null})
+                let mut p = json!({"ok": true, "session_id": session.id, "killed": true, "exit_code": null, "signal": null});
+                // A utility-pane session's process only watches; the command itself
+                // runs in the pane and is interrupted there.
+                if let Some(herdr) = &ctx.services.herdr
+                    && let Some(pane) = herdr.pane_sessions.pane_of(&session.id)
+                {
+                    let sent = crate::herdr::utility_pane::interrupt(&herdr.client, &pane).await;
+                    p["pane_id"] = json!(pane);
+                    p["pane_interrupted"] = json!(sent.is_ok());
+                }
+                p
             }
             KillOutcome::AlreadyEnded(exit) => json!({
                 "ok": true,

@@ -18,6 +18,7 @@ pub mod common;
 pub mod exec;
 pub mod exec_common;
 pub mod exec_kill;
+pub mod exec_pane;
 pub mod exec_read;
 pub mod exec_start;
 pub mod fs_read;
@@ -63,6 +64,8 @@ pub struct Services {
     /// Live workspaces and agent activity (Herdr); without it `herdr_exec` offers
     /// one workspace per managed root and nobody counts as busy.
     pub workspaces: Option<Arc<dyn crate::exec::workspaces::WorkspaceSource>>,
+    /// How `herdr_exec` runs commands (`HERDR_MCP_EXEC_BACKEND`).
+    pub exec_backend: crate::exec::backend::BackendChoice,
 }
 
 impl ToolContext {

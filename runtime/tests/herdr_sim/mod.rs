@@ -17,6 +17,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, watch};
 
 pub mod harness;
+pub mod shell_panes;
 
 pub const VERSION: &str = "0.8.2";
 pub const PROTOCOL: u64 = 20;
@@ -53,6 +54,7 @@ struct State {
     prompts: Vec<(String, String)>,
     on_prompt: Vec<String>,
     snapshot_fails: bool,
+    shell: shell_panes::ShellPanes,
 }
 
 struct Shared {
@@ -200,11 +202,58 @@ impl Shared {
             "pane.send_text" => {
                 let pane = str_of(params, "pane_id").unwrap_or_default();
                 let mut st = self.state.lock().unwrap();
+                let Some(cwd) = st.panes.iter().find(|p| str_of(p, "pane_id") == Some(pane)).map(|p| p["cwd"].clone()) else {
+                    return err("pane_not_found", format!("pane {pane} not found"));
+                };
+                let text = str_of(params, "text").unwrap_or_default().to_string();
+                st.pane_text.entry(pane.to_string()).or_default().push_str(&text);
+                if let Err(e) = st.shell.typed(pane, cwd.as_str().unwrap_or("/"), &text) {
+                    return err("pane_send_failed", e.to_string());
+                }
+                drop(st);
+                self.bump();
+                ok(json!({"type": "ok"}))
+            }
+            "pane.split" => self.split(params),
+            "pane.rename" => {
+                let pane = str_of(params, "pane_id").unwrap_or_default();
+                let mut st = self.state.lock().unwrap();
+                let Some(p) = st.panes.iter_mut().find(|p| str_of(p, "pane_id") == Some(pane)) else {
+                    return err("pane_not_found", format!("pane {pane} not found"));
+                };
+                p["label"] = params["label"].clone();
+                ok(json!({"type": "pane_info", "pane": p.clone()}))
+            }
+            "pane.wait_for_output" => {
+                let pane = str_of(params, "pane_id").unwrap_or_default();
+                let st = self.state.lock().unwrap();
                 if !st.panes.iter().any(|p| str_of(p, "pane_id") == Some(pane)) {
                     return err("pane_not_found", format!("pane {pane} not found"));
                 }
-                let text = str_of(params, "text").unwrap_or_default().to_string();
-                st.pane_text.entry(pane.to_string()).or_default().push_str(&text);
+                if st.shell.no_prompt {
+                    return err("timeout", "timed out waiting for output match");
+                }
+                ok(json!({"type": "output_matched", "pane_id": pane, "revision": 0, "matched_line": "$ ",
+                    "read": {"pane_id": pane, "source": "recent_unwrapped", "format": "text", "text": "$ ", "truncated": false}}))
+            }
+            "pane.process_info" => {
+                let pane = str_of(params, "pane_id").unwrap_or_default();
+                let mut st = self.state.lock().unwrap();
+                let Some((i, cwd)) = st.panes.iter().enumerate().find(|(_, p)| str_of(p, "pane_id") == Some(pane)).map(|(i, p)| (i, p["cwd"].clone())) else {
+                    return err("pane_not_found", format!("pane {pane} not found"));
+                };
+                ok(st.shell.process_info(pane, i, &cwd))
+            }
+            "pane.send_keys" => {
+                let pane = str_of(params, "pane_id").unwrap_or_default();
+                let mut st = self.state.lock().unwrap();
+                if !st.panes.iter().any(|p| str_of(p, "pane_id") == Some(pane)) {
+                    return err("pane_not_found", format!("pane {pane} not found"));
+                }
+                let keys = params["keys"].as_array().map(|k| k.iter().filter_map(Value::as_str).map(str::to_string).collect()).unwrap_or_default();
+                st.shell.keys(pane, keys);
+                drop(st);
+                self.bump();
                 ok(json!({"type": "ok"}))
             }
             "pane.read" => {
@@ -221,6 +270,34 @@ impl Shared {
             }
             _ => err("invalid_request", format!("invalid request: unknown variant `{method}`")),
         }
+    }
+
+    /// `pane.split`: a new shell pane next to `target_pane_id` (or in `workspace_id`).
+    fn split(&self, params: &Value) -> Result<Value, (String, String)> {
+        let pane = {
+            let mut st = self.state.lock().unwrap();
+            let target = str_of(params, "target_pane_id").and_then(|t| st.panes.iter().find(|p| str_of(p, "pane_id") == Some(t)).cloned());
+            let ws = match (&target, str_of(params, "workspace_id")) {
+                (Some(t), _) => str_of(t, "workspace_id").unwrap_or_default().to_string(),
+                (None, Some(ws)) if st.workspaces.iter().any(|w| str_of(w, "workspace_id") == Some(ws)) => ws.to_string(),
+                _ => return err("pane_not_found", "pane not found"),
+            };
+            let cwd = params.get("cwd").cloned().or_else(|| target.as_ref().map(|t| t["cwd"].clone())).unwrap_or(json!("/"));
+            let mut n = st.panes.len() + 1;
+            while st.panes.iter().any(|p| str_of(p, "pane_id") == Some(format!("{ws}:p{n}").as_str())) {
+                n += 1;
+            }
+            let id = format!("{ws}:p{n}");
+            let pane = json!({"pane_id": id, "terminal_id": format!("term_{id}"), "workspace_id": ws,
+                "tab_id": format!("{ws}:t1"), "focused": false, "cwd": cwd, "foreground_cwd": cwd,
+                "agent_status": "unknown", "revision": 0});
+            st.panes.push(pane.clone());
+            st.shell.shells.insert(id);
+            pane
+        };
+        self.emit_lifecycle("pane_created", json!({"pane": pane}));
+        self.bump();
+        ok(json!({"type": "pane_info", "pane": pane}))
     }
 
     async fn prompt(self: &Arc<Self>, params: &Value) -> Result<Value, (String, String)> {
@@ -535,6 +612,40 @@ impl HerdrSim {
         };
         self.shared.emit_lifecycle("pane_closed", json!({"pane_id": pane_id, "workspace_id": ws}));
         self.shared.bump();
+    }
+
+    /// Makes a pane run the lines typed into it (panes from `pane.split` always do).
+    pub fn set_pane_shell(&self, pane_id: &str) {
+        self.shared.state.lock().unwrap().shell.shells.insert(pane_id.to_string());
+    }
+
+    /// Scripts another program into (or out of) a pane's foreground.
+    pub fn set_pane_busy(&self, pane_id: &str, busy: bool) {
+        let mut st = self.shared.state.lock().unwrap();
+        if busy {
+            st.shell.busy.insert(pane_id.to_string());
+        } else {
+            st.shell.busy.remove(pane_id);
+        }
+    }
+
+    /// New panes never show a prompt.
+    pub fn set_no_prompt(&self, no_prompt: bool) {
+        self.shared.state.lock().unwrap().shell.no_prompt = no_prompt;
+    }
+
+    /// Keys sent to panes, in order.
+    pub fn keys_sent(&self) -> Vec<(String, Vec<String>)> {
+        self.shared.state.lock().unwrap().shell.keys.clone()
+    }
+
+    /// A pane as the simulator holds it.
+    pub fn pane(&self, pane_id: &str) -> Option<Value> {
+        self.shared.state.lock().unwrap().panes.iter().find(|p| str_of(p, "pane_id") == Some(pane_id)).cloned()
+    }
+
+    pub fn pane_ids(&self) -> Vec<String> {
+        self.shared.state.lock().unwrap().panes.iter().filter_map(|p| str_of(p, "pane_id").map(str::to_string)).collect()
     }
 
     pub fn set_pane_text(&self, pane_id: &str, text: &str) {
