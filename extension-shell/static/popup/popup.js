@@ -32,8 +32,8 @@ function bindingItem(view, { withUnbind }) {
     const button = el('button', { type: 'button', 'data-unbind': b.key }, 'Unbind');
     button.addEventListener('click', async () => {
       const answer = await send({ type: 'h2w_unbind', convKey: b.conv_key, workspace: b.workspace });
-      say(answer.ok ? 'Unbound.' : `Could not unbind: ${answer.error}`, answer.ok ? 'unbound' : 'error');
       await render();
+      say(answer.ok ? 'Unbound.' : `Could not unbind: ${answer.error}`, answer.ok ? 'unbound' : 'error');
     });
     li.appendChild(button);
   }
@@ -48,8 +48,8 @@ function pendingItem(wake) {
   now.addEventListener('click', async () => {
     now.disabled = true;
     const answer = await send({ type: 'h2w_send_pending', id: wake.id });
-    say(answer.ok ? 'Sent.' : `Not sent: ${answer.result?.error ?? answer.error}`, answer.ok ? 'sent' : 'error');
     await render();
+    say(answer.ok ? 'Sent.' : `Not sent: ${answer.result?.error ?? answer.error}`, answer.ok ? 'sent' : 'error');
   });
   const drop = el('button', { type: 'button', 'data-dismiss': wake.id }, 'Dismiss');
   drop.addEventListener('click', async () => {
@@ -98,15 +98,15 @@ $('bind').addEventListener('click', async () => {
   const workspace = JSON.parse(raw);
   const label = $('workspace').selectedOptions[0]?.textContent.replace(/ \(root\)$/, '');
   const answer = await send({ type: 'h2w_bind', tabId: page.tabId, workspace, label });
-  say(answer.ok ? `Bound to ${label}.` : `Could not bind: ${answer.error}`, answer.ok ? 'bound' : 'error');
   await render();
+  say(answer.ok ? `Bound to ${label}.` : `Could not bind: ${answer.error}`, answer.ok ? 'bound' : 'error');
 });
 
 $('auto').addEventListener('change', async () => {
   if (!page) return;
   const answer = await send({ type: 'h2w_set_auto', convKey: page.convKey, enabled: $('auto').checked });
-  say(answer.ok ? `Auto is ${answer.auto ? 'on' : 'off'}.` : `Could not change Auto: ${answer.error}`, answer.ok ? `auto:${answer.auto ? 'on' : 'off'}` : 'error');
   await render();
+  say(answer.ok ? `Auto is ${answer.auto ? 'on' : 'off'}.` : `Could not change Auto: ${answer.error}`, answer.ok ? `auto:${answer.auto ? 'on' : 'off'}` : 'error');
 });
 
 render();
