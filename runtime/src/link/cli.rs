@@ -25,6 +25,9 @@ pub struct LinkArgs {
     /// Device name offered on first registration
     #[arg(long)]
     pub name: Option<String>,
+    /// Extra CA certificate (PEM) to trust for an https edge with a private CA
+    #[arg(long, value_name = "FILE", env = "HERDR_LINK_CA_FILE")]
+    pub ca_file: Option<PathBuf>,
 }
 
 fn read_secret(file: Option<&PathBuf>) -> anyhow::Result<String> {
@@ -59,6 +62,7 @@ pub fn run_link(args: LinkArgs) -> anyhow::Result<()> {
         secret: read_secret(args.credential_file.as_ref())?,
         socket,
         name: args.name,
+        ca_file: args.ca_file,
     };
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

@@ -8,6 +8,7 @@
 //! succeed and would only hammer the edge.
 
 pub mod cli;
+pub mod connect;
 pub mod local;
 pub mod session;
 
@@ -32,6 +33,8 @@ pub struct LinkConfig {
     pub socket: PathBuf,
     /// Offered as the device name on first registration.
     pub name: Option<String>,
+    /// An extra CA (PEM) trusted for a `https` edge besides the public roots.
+    pub ca_file: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for LinkConfig {
@@ -47,12 +50,13 @@ impl std::fmt::Debug for LinkConfig {
 /// Links until `stop` (Ok) or a fatal refusal (Err with the reason).
 pub async fn run(cfg: LinkConfig, stop: CancellationToken) -> Result<(), String> {
     crate::edge::relay::check_id("workstation id", &cfg.workstation_id, crate::edge::relay::MAX_WORKSTATION_ID)?;
+    let tls = connect::tls_config(cfg.ca_file.as_deref())?;
     let local = LocalRuntime::new(cfg.socket.clone());
     let started = Instant::now();
     let boot_id = crate::edge::secrets::random_hex::<8>();
     let mut backoff = MIN_BACKOFF;
     loop {
-        match run_session(&cfg, &local, &boot_id, started, &stop).await {
+        match run_session(&cfg, &tls, &local, &boot_id, started, &stop).await {
             End::Stopped => return Ok(()),
             End::Fatal(reason) => return Err(reason),
             End::Retry { reason, linked } => {

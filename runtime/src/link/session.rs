@@ -2,6 +2,7 @@
 //! against the local runtime until the socket ends. [`super::run`] reconnects.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::{SinkExt, StreamExt};
@@ -12,10 +13,11 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
-use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
 
 use super::LinkConfig;
+use super::connect::{ConnectError, Ws, open};
 use super::local::LocalRuntime;
 use crate::edge::link_hub_auth::auth_subprotocol;
 use crate::edge::relay::{
@@ -67,9 +69,7 @@ fn refused(status: u16, body: Option<&[u8]>) -> End {
     }
 }
 
-type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-async fn connect(cfg: &LinkConfig) -> Result<Ws, End> {
+async fn connect(cfg: &LinkConfig, tls: &Arc<rustls::ClientConfig>) -> Result<Ws, End> {
     let url = ws_url(cfg).map_err(End::Fatal)?;
     let mut req = url.as_str().into_client_request().map_err(|e| End::Fatal(format!("bad edge URL {url}: {e}")))?;
     let protocols = format!("{}, {}", relay::SUBPROTOCOL, auth_subprotocol(&cfg.secret));
@@ -86,11 +86,11 @@ async fn connect(cfg: &LinkConfig) -> Result<Ws, End> {
     let config = WebSocketConfig::default()
         .max_message_size(Some(4 * relay::MAX_LINK_INBOUND))
         .max_frame_size(Some(4 * relay::MAX_LINK_INBOUND));
-    let attempt = tokio_tungstenite::connect_async_with_config(req, Some(config), true);
-    match tokio::time::timeout(HANDSHAKE_TIMEOUT, attempt).await {
+    match tokio::time::timeout(HANDSHAKE_TIMEOUT, open(req, tls, config)).await {
         Err(_) => Err(End::Retry { reason: "the edge did not complete the handshake within 10 s".into(), linked: false }),
-        Ok(Err(WsError::Http(resp))) => Err(refused(resp.status().as_u16(), resp.body().as_deref())),
-        Ok(Err(e)) => Err(End::Retry { reason: format!("cannot reach the edge at {url}: {e}"), linked: false }),
+        Ok(Err(ConnectError::Refused(status, body))) => Err(refused(status, body.as_deref())),
+        Ok(Err(ConnectError::Fatal(m))) => Err(End::Fatal(m)),
+        Ok(Err(ConnectError::Transient(m))) => Err(End::Retry { reason: m, linked: false }),
         Ok(Ok((ws, resp))) => {
             let chosen = resp.headers().get("sec-websocket-protocol").and_then(|v| v.to_str().ok());
             if chosen != Some(relay::SUBPROTOCOL) {
@@ -150,13 +150,20 @@ fn closed(frame: Option<(u16, String)>) -> End {
 }
 
 /// One session: connect, hello, serve. Never panics; every exit is an [`End`].
-pub async fn run_session(cfg: &LinkConfig, local: &LocalRuntime, boot_id: &str, started: Instant, stop: &CancellationToken) -> End {
+pub async fn run_session(
+    cfg: &LinkConfig,
+    tls: &Arc<rustls::ClientConfig>,
+    local: &LocalRuntime,
+    boot_id: &str,
+    started: Instant,
+    stop: &CancellationToken,
+) -> End {
     let runtime = match local.identity().await {
         Ok(r) => r,
         Err(e) => return End::Retry { reason: e.message, linked: false },
     };
     let mut ws = tokio::select! {
-        r = connect(cfg) => match r { Ok(ws) => ws, Err(end) => return end },
+        r = connect(cfg, tls) => match r { Ok(ws) => ws, Err(end) => return end },
         _ = stop.cancelled() => return End::Stopped,
     };
     if let Err(end) = handshake(&mut ws, cfg, boot_id, runtime.clone()).await {
