@@ -171,7 +171,16 @@ fn carry_out(actions: Vec<ContinuityAction>) {
     }
 }
 
-/// Options' progress settings (stored by the options page) and the browser's language.
+/// The options changed (`herdrContinuitySettings`): later wakes and ticks use them.
+pub fn apply_settings() {
+    if let Err(e) = STATE.with(|s| s.borrow_mut().core.set_settings(settings())) {
+        io::log("warn", &format!("continuity settings ignored: {e}"));
+    }
+    persist();
+}
+
+/// Options' progress settings (`herdrContinuitySettings` {progressTickSec,
+/// progressFallbackSec, roundTemplate, progressTemplate}) and the browser's language.
 fn settings() -> Settings {
     let stored = store::get(SETTINGS_KEY).unwrap_or(Value::Null);
     let default = ProgressSettings::default();
@@ -217,7 +226,8 @@ async fn deliver_wake(wake: Wake, trigger: Trigger) -> Value {
         park(PendingReason::Failed("local_runtime_unavailable".into()));
         return finish_log(&wake, trigger, json!({ "ok": false, "error": "local_runtime_unavailable" }));
     }
-    if binding.site != "chatgpt" {
+    let zai = binding.site == "z.ai";
+    if !zai && binding.site != "chatgpt" {
         park(PendingReason::Failed("site-not-supported".into()));
         return finish_log(&wake, trigger, json!({ "ok": false, "error": "site-not-supported" }));
     }
@@ -235,7 +245,11 @@ async fn deliver_wake(wake: Wake, trigger: Trigger) -> Value {
         Ok(()) => {}
     }
     let last_failed = STATE.with(|s| s.borrow().guard.last_failed(tab64).map(str::to_string));
-    let result = delivery::attempt(tab, &wake.conv_key, &wake.text, last_failed.as_deref()).await;
+    let result = if zai {
+        delivery::attempt_zai(tab, &wake.conv_key, &wake.text, last_failed.as_deref()).await
+    } else {
+        delivery::attempt(tab, &wake.conv_key, &wake.text, last_failed.as_deref()).await
+    };
     let outcome = if result.get("ok") == Some(&Value::Bool(true)) {
         DeliveryOutcome::Delivered
     } else {

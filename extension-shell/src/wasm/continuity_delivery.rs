@@ -145,3 +145,32 @@ pub async fn attempt(tab: i32, conv: &str, text: &str, last_failed: Option<&str>
         json!({ "ok": false, "error": sent.get("error").and_then(Value::as_str).unwrap_or("submit-unconfirmed"), "tab": tab })
     }
 }
+
+/// The same wake on z.ai: read the page through the bridge's snapshot (the site adapter says
+/// whether a reply is still coming), apply the same composer rule, then send through the
+/// bridge's raw path (`h2w_send`), so the wake is not wrapped as a new bridged task.
+pub async fn attempt_zai(tab: i32, conv: &str, text: &str, last_failed: Option<&str>) -> Value {
+    let answer = ask_tab(tab, json!({ "type": "h2w_snapshot" })).await;
+    let Some(snapshot) = answer.get("snapshot").cloned().and_then(|s| serde_json::from_value::<ext_adapters::PageSnapshot>(s).ok()) else {
+        return json!({ "ok": false, "error": "tab-unreachable", "detail": answer.get("error") });
+    };
+    if shown_conversation(&snapshot.url).as_deref() != Some(conv) {
+        return refusal("conversation-changed");
+    }
+    let Some(page) = crate::continuity_handoff::PageRead::from_snapshot(&snapshot) else { return refusal("tab-unreachable") };
+    if page.busy {
+        return refusal("generating");
+    }
+    if !page.composer {
+        return refusal("composer-missing");
+    }
+    if composer_decision(&snapshot.composer.text, text, last_failed) == ComposerAction::UserTyping {
+        return refusal("user-typing");
+    }
+    let sent = ask_tab(tab, json!({ "type": "h2w_send", "text": text })).await;
+    if sent.get("ok") == Some(&Value::Bool(true)) {
+        json!({ "ok": true, "tab": tab, "via": "bridge-raw" })
+    } else {
+        json!({ "ok": false, "error": "submit-failed", "detail": sent.get("detail"), "tab": tab })
+    }
+}

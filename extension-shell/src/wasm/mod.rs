@@ -57,6 +57,9 @@ pub fn on_storage_changed(changes: JsValue) {
     let Value::Object(changes) = io::from_js(&changes) else { return };
     for (key, change) in changes {
         store::external_change(&key, change.get("newValue").cloned().filter(|v| !v.is_null()));
+        if key == continuity::SETTINGS_KEY {
+            continuity::apply_settings();
+        }
     }
 }
 
