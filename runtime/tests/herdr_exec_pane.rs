@@ -181,3 +181,21 @@ async fn a_timed_out_command_keeps_running_and_kill_interrupts_the_pane() {
     .expect("the pane is free after the interrupt");
     assert_eq!(next["pane_id"], pane);
 }
+
+#[tokio::test]
+async fn closing_the_utility_pane_ends_a_session_still_waiting_for_it() {
+    let rig = make_rig(true).await;
+    let out = exec(&rig, json!({"workspace": "w1", "command": "sleep 30", "timeout_ms": 200})).await;
+    assert_eq!(out["code"], "exec_timeout", "{out}");
+    let id = out["session_id"].as_str().unwrap().to_string();
+    let pane = out["pane_id"].as_str().unwrap().to_string();
+    rig.sim.close_pane(&pane);
+    let ended = poll(WAIT, || async {
+        let r = call(&rig.ctx, "herdr_exec_read", json!({"session_id": id})).await.payload;
+        (r["running"] == false).then_some(r)
+    })
+    .await
+    .expect("the session ends once its pane is gone");
+    assert_eq!(ended["phase"], "completed");
+    assert_eq!(ended["signal"], "SIGTERM", "{ended}");
+}

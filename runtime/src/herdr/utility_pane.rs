@@ -136,11 +136,13 @@ impl Handoff {
     /// The line typed into the pane. It runs under `/bin/sh` whatever the pane's
     /// interactive shell is, starts with a space (kept out of shell history where
     /// that is configured), and publishes the status atomically after the output is
-    /// complete.
+    /// complete. Ctrl-C in the pane ends the command but not this wrapper (a no-op
+    /// handler, which unlike an ignored signal is not inherited), so an interrupted
+    /// command still reports its status.
     pub fn pane_line(&self, shell: &Path, root: &Path, command: &str) -> String {
         let status_tmp = format!("{}.tmp", self.status.display());
         let script = format!(
-            "cd {root} && {shell} -lc {command} > {out} 2>&1; echo $? > {tmp} && mv {tmp} {status}",
+            "trap : INT; cd {root} && {shell} -lc {command} > {out} 2>&1; echo $? > {tmp} && mv {tmp} {status}",
             root = quote(&root.display().to_string()),
             shell = quote(&shell.display().to_string()),
             command = quote(command),
@@ -230,5 +232,32 @@ mod tests {
         assert_eq!(watched.status.code(), Some(7));
         assert_eq!(String::from_utf8_lossy(&watched.stdout), "a bit's\n");
         assert!(!h.output.exists() && !h.status.exists(), "the watcher cleans up");
+    }
+
+    #[tokio::test]
+    async fn ctrl_c_in_the_pane_ends_the_command_and_still_reports_its_status() {
+        use std::os::unix::process::CommandExt;
+        let dir = tempfile::tempdir().unwrap();
+        let h = Handoff::new(dir.path(), "op2");
+        let line = h.pane_line(Path::new("/bin/sh"), dir.path(), "echo before; sleep 30; echo after");
+        // The terminal's foreground job: its own process group, as the pane's shell makes it.
+        let mut job = std::process::Command::new("/bin/sh").arg("-c").arg(line.trim()).process_group(0).spawn().unwrap();
+        let pgid = nix::unistd::Pid::from_raw(job.id() as i32);
+        let started = std::time::Instant::now();
+        while std::fs::read_to_string(&h.output).map_or(true, |o| !o.contains("before")) {
+            assert!(started.elapsed() < Duration::from_secs(10), "the command never started");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGINT).unwrap();
+        // The `sh -c` standing in for the pane's interactive shell may die of the
+        // signal (a real one does not); the wrapper it started must not.
+        let _ = job.wait();
+        while !h.status.exists() {
+            assert!(started.elapsed() < Duration::from_secs(10), "no status after the interrupt");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let code: i32 = std::fs::read_to_string(&h.status).unwrap().trim().parse().unwrap();
+        assert_ne!(code, 0, "an interrupted command reports failure");
+        assert_eq!(std::fs::read_to_string(&h.output).unwrap(), "before\n");
     }
 }

@@ -14,6 +14,10 @@ use crate::exec::{ExecRegistry, Session};
 use crate::herdr::HerdrService;
 use crate::herdr::utility_pane::{self, Handoff, PaneError};
 
+/// How long one wait for a session's end lasts before the pane is looked at again
+/// (cache changes wake the loop far sooner in practice).
+const SESSION_WATCH_LIMIT: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// Why nothing (or possibly something) ran.
 pub enum Undelivered {
     /// Refused before anything was typed: the idempotency key is given back.
@@ -117,5 +121,31 @@ pub async fn deliver(
         )));
     }
     herdr.pane_sessions.record(&session.id, &pane_id);
+    watch_pane(Arc::clone(&herdr), Arc::clone(registry), Arc::clone(&session), pane_id.clone());
     Ok((session, pane_id))
+}
+
+/// Ends the watcher when its pane closes: the status it waits for can no longer come.
+/// The pane counts as closed only once the event cache has seen it and then lost it,
+/// so a pane too new for the cache is not mistaken for a closed one.
+fn watch_pane(herdr: Arc<HerdrService>, registry: Arc<ExecRegistry>, session: Arc<Session>, pane_id: String) {
+    tokio::spawn(async move {
+        let mut changes = herdr.cache.changes();
+        let mut seen = false;
+        loop {
+            if let Some(view) = herdr.cache.live_view() {
+                let present = view.topology.pane(&pane_id).is_some();
+                if seen && !present {
+                    tracing::info!(session = %session.id, pane = %pane_id, "utility pane closed; ending its session");
+                    registry.kill(&session);
+                    return;
+                }
+                seen |= present;
+            }
+            tokio::select! {
+                _ = session.wait(SESSION_WATCH_LIMIT) => return,
+                changed = changes.changed() => if changed.is_err() { return },
+            }
+        }
+    });
 }
