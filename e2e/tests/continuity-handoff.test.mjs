@@ -9,7 +9,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack, stopStack, openChat, userSends, until } from '../lib/harness.mjs';
 import { modelReply } from '../lib/fixture-sites.mjs';
-import { popupMessage, tabIdOf } from '../lib/continuity.mjs';
+import { popupMessage, tabIdOf, continuityState, streamConnected, bindingWorking } from '../lib/continuity.mjs';
 
 const ZAI = 'https://chat.z.ai';
 const BRIDGE_MARKER = '[HERDR_JSON_BRIDGE_V1]';
@@ -221,6 +221,8 @@ test('z.ai handoff whose target never takes the seed: uncertain, never sent agai
   await page.waitForURL(sourceKey);
   const tabId = await tabIdOf(stack, sourceKey);
   assert.equal((await popupMessage(stack, { type: 'h2w_bind', tabId, workspace: { kind: 'herdr', id: 'w3' } })).ok, true);
+  assert.equal((await popupMessage(stack, { type: 'h2w_set_auto', convKey: sourceKey, enabled: true })).ok, true);
+  await streamConnected(stack);
   const started = await popupMessage(stack, { type: 'h2w_handoff_start', tabId });
   assert.equal(started.ok, true, JSON.stringify(started));
   const id = started.transferId;
@@ -254,6 +256,18 @@ test('z.ai handoff whose target never takes the seed: uncertain, never sent agai
     }
     assert.equal(store.userMessages('zai').filter((m) => m.text.includes(`[HERDR_CONTINUITY_TRANSFER id=${id}]`)).length, 0);
     assert.equal((await popupMessage(stack, { type: 'h2w_handoff_start', tabId })).error, 'handoff_active');
+
+    // The workspace's agent finishes meanwhile: its wake is held back as handoff_active, not sent.
+    const sourceTurns = store.messages('zai', first.chatId).length;
+    await stack.herdrSim.setStatus('w3:p1', 'working');
+    await bindingWorking(stack, sourceKey);
+    await stack.herdrSim.setStatus('w3:p1', 'done', 'lexer benchmarks: 2.1x faster');
+    const heldWake = await until(async () => {
+      const s = await continuityState(stack);
+      return s.pending.find((w) => w.conv_key === sourceKey && w.reason === 'handoff_active') ?? null;
+    }, { timeoutMs: 20_000, what: 'the wake to be held back by the handoff' });
+    assert.match(heldWake.text, /2\.1x faster/);
+    assert.equal(store.messages('zai', first.chatId).length, sourceTurns, 'nothing was sent to the source');
   } finally {
     store.holdSends.delete('zai');
   }

@@ -213,15 +213,17 @@ fn auto_on(conv_key_of_binding: &str) -> bool {
 async fn deliver_wake(wake: Wake, trigger: Trigger) -> Value {
     let binding = STATE.with(|s| s.borrow().core.bindings().get(&wake.binding_key).cloned());
     let Some(binding) = binding else { return json!({ "ok": false, "error": "not-found" }) };
-    if super::handoff::blocks_wakes(&binding.conv_key) {
-        return json!({ "ok": false, "error": "handoff_active" });
-    }
     if trigger != Trigger::Manual && !auto_on(&binding.conv_key) {
         // Nothing is ever sent automatically while Auto is off.
         return json!({ "ok": false, "error": "disabled" });
     }
     let now = io::now();
     let park = |reason: PendingReason| STATE.with(|s| s.borrow_mut().guard.park(wake.clone(), reason, now));
+    if super::handoff::blocks_wakes(&binding.conv_key) {
+        // Being handed over to a new chat: kept as pending, never sent into the old one.
+        park(PendingReason::Failed("handoff_active".into()));
+        return finish_log(&wake, trigger, json!({ "ok": false, "error": "handoff_active" }));
+    }
     if trigger == Trigger::Automatic && !delivery::runtime_gate().await {
         park(PendingReason::Failed("local_runtime_unavailable".into()));
         return finish_log(&wake, trigger, json!({ "ok": false, "error": "local_runtime_unavailable" }));
