@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 use super::forward_errors::Failure;
 use super::forward_pending::{self, PendingError};
-use super::forward_route::{resolve, take_selectors};
+use super::forward_route::{resolve, take_selectors, wrap_refs};
 use super::link_hub::{LinkHub, Outcome};
 use super::mcp::WorkstationRouter;
 use super::relay::{self, Cancel, DeliveryState, Frame, ToolRequest};
@@ -124,7 +124,11 @@ impl LinkRouter {
         match tokio::time::timeout(wait, rx).await {
             Ok(Ok(Outcome::Result(r))) => {
                 finish("settled", "tool_result");
-                Ok(call_tool_result(r.result.unwrap_or(Value::Null)))
+                let mut result = call_tool_result(r.result.unwrap_or(Value::Null));
+                if let Some(sc) = result.get_mut("structuredContent") {
+                    wrap_refs(sc, &route.device.device_id);
+                }
+                Ok(result)
             }
             Ok(Ok(Outcome::Error(e))) => {
                 finish("settled", &e.code);
@@ -169,6 +173,8 @@ impl LinkRouter {
 
 /// The runtime's `CallToolResult`, passed through, with `structuredContent`
 /// added from its JSON text when the runtime gave none (only the edge emits it).
+/// The text block stays the runtime's own words; refs appear only in
+/// `structuredContent`, and plain ids keep working with a `device` argument.
 fn call_tool_result(result: Value) -> Value {
     let Value::Object(mut r) = result else {
         return Failure::new("invalid_edge_response", "the link returned no tool result", false, DeliveryState::Delivered).result();

@@ -46,6 +46,30 @@ pub fn make_ref(device_id: &str, workspace: Option<&str>, pane: Option<&str>) ->
     format!("{REF_PREFIX}{}", URL_SAFE_NO_PAD.encode(body.to_string()))
 }
 
+/// Rewrites, in place, every workspace or pane id found under a ref-carrying
+/// key of a device's answer into a ref naming `device_id`, so a model that
+/// passes it back reaches the same device without a `device` argument.
+pub fn wrap_refs(v: &mut Value, device_id: &str) {
+    match v {
+        Value::Object(map) => {
+            for (k, child) in map.iter_mut() {
+                let is_ref_key = REF_FIELDS.iter().any(|(f, _)| f == k);
+                match child {
+                    Value::String(s) if is_ref_key && is_workspace_id(s) => *s = make_ref(device_id, Some(s), None),
+                    Value::String(s) if is_ref_key && is_pane_id(s) => *s = make_ref(device_id, None, Some(s)),
+                    _ => wrap_refs(child, device_id),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|i| wrap_refs(i, device_id)),
+        _ => {}
+    }
+}
+
+fn is_pane_id(p: &str) -> bool {
+    p.split_once(':').is_some_and(|(w, p)| is_workspace_id(w) && p.len() > 1 && p.starts_with('p'))
+}
+
 /// (device_id, inner id, is_pane) of a ref, or why it is not one.
 fn parse_ref(s: &str) -> Result<(String, String, bool), String> {
     let raw = s.strip_prefix(REF_PREFIX).ok_or("not a ref")?;
@@ -58,9 +82,7 @@ fn parse_ref(s: &str) -> Result<(String, String, bool), String> {
     let d = obj.get("d").and_then(Value::as_str).ok_or("device ref names no device")?;
     match (obj.get("w").and_then(Value::as_str), obj.get("p").and_then(Value::as_str)) {
         (Some(w), None) if is_workspace_id(w) => Ok((d.into(), w.into(), false)),
-        (None, Some(p)) if p.split_once(':').is_some_and(|(w, p)| is_workspace_id(w) && p.starts_with('p') && p.len() > 1) => {
-            Ok((d.into(), p.into(), true))
-        }
+        (None, Some(p)) if is_pane_id(p) => Ok((d.into(), p.into(), true)),
         _ => Err("device ref must carry exactly one workspace id or pane id".into()),
     }
 }
@@ -218,6 +240,15 @@ mod tests {
             a.insert("device".into(), bad);
             assert_eq!(take_selectors(&mut a).unwrap_err().code, "invalid_params");
         }
+        // What the edge wraps in an answer, the next call unwraps.
+        let mut answer = json!({"workspaces": [{"workspace": "w1", "panes": [{"pane_id": "w1:p3", "label": "w2"}]}], "target": "nope"});
+        wrap_refs(&mut answer, "dev_a");
+        let mut back: Map<String, Value> = serde_json::from_value(json!({"workspace": answer["workspaces"][0]["workspace"], "pane_id": answer["workspaces"][0]["panes"][0]["pane_id"]})).unwrap();
+        assert_eq!(answer["workspaces"][0]["panes"][0]["label"], "w2", "only ref-carrying keys change");
+        assert_eq!(answer["target"], "nope");
+        assert_eq!(take_selectors(&mut back).unwrap().1.as_deref(), Some("dev_a"));
+        assert_eq!(Value::Object(back), json!({"workspace": "w1", "pane_id": "w1:p3"}));
+
         let mut ok = Map::new();
         ok.insert("device".into(), json!("x".repeat(MAX_DEVICE_SELECTOR)));
         assert!(take_selectors(&mut ok).is_ok());
