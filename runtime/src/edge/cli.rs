@@ -20,7 +20,7 @@ use super::clock::SystemClock;
 use super::connectors::{self, ApprovalError};
 use super::forward::{LinkRouter, local_runtime_contract};
 use super::link_hub::LinkHub;
-use super::link_hub_auth::NoDevices;
+use super::devices::DeviceRegistry;
 use super::store::EdgeStore;
 use super::{EdgeConfig, EdgeState};
 
@@ -132,9 +132,10 @@ fn serve(args: EdgeServeArgs) -> anyhow::Result<()> {
         eprintln!("herdr-mcp edge: {orphans} mutation(s) sent before the last stop are marked uncertain");
     }
     let (catalog, contract) = local_runtime_contract();
-    let hub = LinkHub::new(Arc::new(NoDevices), contract);
+    let devices = Arc::new(DeviceRegistry::new(Arc::clone(&store)));
+    let hub = LinkHub::new(Arc::clone(&devices) as Arc<dyn super::link_hub_auth::LinkAuthenticator>, contract);
     let router = LinkRouter::new(Arc::clone(&hub), Arc::clone(&store), catalog);
-    let state = Arc::new(EdgeState { config, store, router: Arc::new(router), allow_loopback_cimd: false });
+    let state = Arc::new(EdgeState { config, store, router: Arc::new(router), devices, allow_loopback_cimd: false });
     let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(
         tracing_subscriber::EnvFilter::try_from_env("HERDR_MCP_LOG").unwrap_or_else(|_| "info".into()),
     ).try_init();

@@ -14,6 +14,9 @@
 //!   workstation links at `/ws/<workstation_id>`; [`forward`] (+ `_route`,
 //!   `_errors`, `_pending`): the real [`mcp::WorkstationRouter`]; [`info`]: `/info`.
 //! - [`http`]: the router and the server loop; [`cli`]: `edge` and `connector` commands.
+//! - [`devices`]: the device registry and the link-credential check the link hub
+//!   uses; [`pairing`]: enrolling a new computer; [`devices_local`]: the credential
+//!   file on an enrolled workstation.
 //!
 //! How the operator CLI reaches the state: it opens the same `edge.db` directly
 //! (see [`store`]). The edge exposes no admin route at all, so a connector's bearer
@@ -29,6 +32,10 @@ pub mod cli;
 pub mod clock;
 pub mod connectors;
 pub mod dcr;
+pub mod devices;
+pub mod devices_http;
+pub mod devices_link;
+pub mod devices_local;
 pub mod discovery;
 pub mod forward;
 pub mod forward_errors;
@@ -41,6 +48,7 @@ pub mod link_hub_auth;
 pub mod link_hub_socket;
 pub mod mcp;
 pub mod relay;
+pub mod pairing;
 pub mod secrets;
 pub mod store;
 pub mod token;
@@ -92,6 +100,8 @@ pub struct EdgeState {
     pub config: EdgeConfig,
     pub store: Arc<EdgeStore>,
     pub router: Arc<dyn mcp::WorkstationRouter>,
+    /// Enrolled devices; shared with the link hub, which subscribes to revocations.
+    pub devices: Arc<devices::DeviceRegistry>,
     /// Test-only: lets CIMD fetch loopback metadata URLs.
     pub allow_loopback_cimd: bool,
 }

@@ -130,6 +130,38 @@ const MIGRATIONS: &[&str] = &[
         outcome TEXT
     );
     CREATE INDEX link_requests_ws ON link_requests(workstation_id, state);",
+    // 3: enrolled devices, their credentials (verifiers only) and the one live pairing.
+    "CREATE TABLE devices (
+        device_id TEXT PRIMARY KEY,
+        workstation_id TEXT NOT NULL UNIQUE,
+        name TEXT NOT NULL,
+        aliases TEXT NOT NULL DEFAULT '[]',
+        authorization TEXT NOT NULL,
+        scheduling TEXT NOT NULL,
+        credential_id TEXT,
+        enrolled_at_ms INTEGER NOT NULL,
+        updated_at_ms INTEGER NOT NULL,
+        revoked_at_ms INTEGER,
+        revoked_by TEXT
+    );
+    CREATE TABLE device_credentials (
+        credential_id TEXT PRIMARY KEY,
+        device_id TEXT NOT NULL,
+        workstation_id TEXT NOT NULL,
+        verifier_sha256 TEXT NOT NULL,
+        created_at_ms INTEGER NOT NULL
+    );
+    CREATE INDEX device_credentials_device ON device_credentials(device_id);
+    CREATE TABLE pairings (
+        pairing_key TEXT PRIMARY KEY,
+        verifier TEXT NOT NULL,
+        name TEXT,
+        created_by TEXT NOT NULL,
+        created_at_ms INTEGER NOT NULL,
+        expires_at_ms INTEGER NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        status TEXT NOT NULL
+    );",
 ];
 
 pub struct EdgeStore {

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use herdr_mcp::edge::clock::ManualClock;
+use herdr_mcp::edge::devices::DeviceRegistry;
 use herdr_mcp::edge::forward::{LinkRouter, local_runtime_contract};
 use herdr_mcp::edge::link_hub::LinkHub;
 use herdr_mcp::edge::link_hub_auth::{DeviceInfo, LinkAuthError, LinkAuthenticator};
@@ -160,6 +161,7 @@ pub struct InProc {
     pub http: Http,
     pub clock: ManualClock,
     pub store: Arc<EdgeStore>,
+    pub devices: Arc<DeviceRegistry>,
     pub issuer: String,
     shutdown: CancellationToken,
     _tmp: tempfile::TempDir,
@@ -192,6 +194,7 @@ impl InProc {
         let store = Arc::new(EdgeStore::open(&dir, Arc::new(clock.clone())).unwrap());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let issuer = format!("http://{}", listener.local_addr().unwrap());
+        let devices = Arc::new(DeviceRegistry::new(Arc::clone(&store)));
         let (router, hub): (Arc<dyn WorkstationRouter>, Option<Arc<LinkHub>>) = match auth {
             None => (Arc::new(NoWorkstations), None),
             Some(auth) => {
@@ -204,6 +207,7 @@ impl InProc {
             config: EdgeConfig::new(&issuer).unwrap(),
             store: Arc::clone(&store),
             router,
+            devices: Arc::clone(&devices),
             allow_loopback_cimd: false,
         });
         let shutdown = CancellationToken::new();
@@ -212,7 +216,7 @@ impl InProc {
         tokio::spawn(async move {
             axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned()).await.ok();
         });
-        (Self { http: Http::new(&issuer), clock, store, issuer, shutdown, _tmp: tmp }, hub)
+        (Self { http: Http::new(&issuer), clock, store, devices, issuer, shutdown, _tmp: tmp }, hub)
     }
 
     pub async fn register(&self, body: Value) -> Resp {
@@ -345,5 +349,28 @@ impl LinkAuthenticator for TestDevices {
 
     fn list_devices(&self) -> Result<Vec<DeviceInfo>, String> {
         Ok(self.0.lock().unwrap().iter().map(|(d, _)| d.clone()).collect())
+    }
+}
+
+impl InProc {
+    /// Enrolls a device through a pairing, as `worker connect` would.
+    pub fn enroll(&self, name: &str) -> herdr_mcp::edge::devices::Enrolled {
+        let p = self.devices.create_pairing(None, None, "test").unwrap();
+        self.devices.consume_pairing(&p.pairing_id, &p.code, Some(name)).unwrap()
+    }
+
+    /// A request carrying a device credential (`Authorization` + `x-herdr-workstation`).
+    pub async fn device_call(&self, method: reqwest::Method, path: &str, who: Option<(&str, &str)>, body: Option<Value>) -> Resp {
+        let mut rb = self.http.client.request(method, format!("{}{path}", self.http.base));
+        if let Some((ws, secret)) = who {
+            rb = rb.header("authorization", format!("Bearer {secret}")).header("x-herdr-workstation", ws);
+        }
+        if let Some(b) = body {
+            rb = rb.header("content-type", "application/json").body(serde_json::to_vec(&b).unwrap());
+        }
+        let r = rb.send().await.expect("request to the edge failed");
+        let status = r.status().as_u16();
+        let headers = r.headers().clone();
+        Resp { status, headers, body: r.text().await.unwrap_or_default() }
     }
 }
