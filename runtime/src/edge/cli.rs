@@ -134,6 +134,7 @@ fn serve(args: EdgeServeArgs) -> anyhow::Result<()> {
     let (catalog, contract) = local_runtime_contract();
     let devices = Arc::new(DeviceRegistry::new(Arc::clone(&store)));
     let hub = LinkHub::new(Arc::clone(&devices) as Arc<dyn super::link_hub_auth::LinkAuthenticator>, contract);
+    let revocations = devices.subscribe_revocations();
     let router = LinkRouter::new(Arc::clone(&hub), Arc::clone(&store), catalog);
     let state = Arc::new(EdgeState { config, store, router: Arc::new(router), devices, allow_loopback_cimd: false });
     let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(
@@ -147,6 +148,7 @@ fn serve(args: EdgeServeArgs) -> anyhow::Result<()> {
         let shutdown = CancellationToken::new();
         crate::server::cancel_on_signals(shutdown.clone())?;
         let addr_file = args.addr_file.clone();
+        let _follower = super::link_hub::follow_revocations(Arc::clone(&hub), revocations);
         super::http::serve(state, args.listen, Some(hub), shutdown, move |addr| {
             if let Some(f) = addr_file {
                 // Written then renamed, so a poller never reads half an address.

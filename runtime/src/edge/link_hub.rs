@@ -13,8 +13,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::sync::{Notify, broadcast, mpsc, oneshot};
 
+use super::devices::DeviceRevoked;
 use super::link_hub_auth::{DeviceInfo, LinkAuthenticator};
 use super::relay::{self, Frame, Hello, RuntimeIdentity, ToolError, ToolResult};
 
@@ -124,6 +125,23 @@ impl LinkConn {
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // The maps hold no invariant a panic could break halfway.
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Closes a device's link the moment this process revokes it (spec §6: the
+/// 4401 close). Revocations by other processes reach the hub at the link's next
+/// heartbeat instead.
+pub fn follow_revocations(hub: Arc<LinkHub>, mut rx: broadcast::Receiver<DeviceRevoked>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            match rx.recv().await {
+                Ok(r) => hub.revoke(&r.workstation_id),
+                Err(broadcast::error::RecvError::Lagged(n)) => {
+                    tracing::warn!("{n} revocation notices were missed; heartbeats will catch those links");
+                }
+                Err(broadcast::error::RecvError::Closed) => break,
+            }
+        }
+    })
 }
 
 pub struct LinkHub {

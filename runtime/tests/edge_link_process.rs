@@ -1,0 +1,216 @@
+//! Everything as separate processes: `herdr-mcp edge serve`, two `herdr-mcp
+//! serve` runtimes with different roots and two `herdr-mcp link`s. Devices are
+//! enrolled by pairing through the edge's device registry (the same `edge.db`
+//! the server uses), the connector is approved through the same store, and an
+//! rmcp client with the resulting bearer calls each workstation by `device`.
+
+mod edge_support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use edge_support::*;
+use herdr_mcp::edge::clock::SystemClock;
+use herdr_mcp::edge::connectors;
+use herdr_mcp::edge::devices::DeviceRegistry;
+use herdr_mcp::edge::store::EdgeStore;
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_herdr-mcp");
+const DEADLINE: Duration = Duration::from_secs(30);
+
+struct Proc(Child);
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn command(home: &Path) -> Command {
+    let mut c = Command::new(BIN);
+    for v in ["HERDR_MCP_EDGE_DIR", "HERDR_MCP_STATE_DIR", "HERDR_EDGE_ISSUER", "HERDR_EXTENSION_IPC_SOCKET", "HERDR_MCP_TOKEN", "HERDR_MCP_ROOTS", "HERDR_LINK_SECRET", "HERDR_LINK_CA_FILE", "HERDR_MCP_DEVICE_FILE"] {
+        c.env_remove(v);
+    }
+    c.env("HOME", home).env("XDG_CONFIG_HOME", home.join("config")).env("XDG_STATE_HOME", home.join("state"));
+    c.stdout(Stdio::null()).stderr(Stdio::null());
+    c
+}
+
+async fn poll<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// A bearer for a new DCR client, approved through the store (the terminal
+/// approval itself is covered by `edge_flow`).
+async fn bearer(http: &Http, issuer: &str, store: &EdgeStore) -> String {
+    let reg = http.post_json("/oauth/register", &json!({"redirect_uris": [REDIRECT], "client_name": "Link proof"}), None).await;
+    let client_id = reg.json()["client_id"].as_str().unwrap().to_string();
+    let (verifier, challenge) = pkce();
+    let resource = format!("{issuer}/mcp");
+    let page = http
+        .get(&authorize_path(&[
+            ("response_type", "code"),
+            ("client_id", &client_id),
+            ("redirect_uri", REDIRECT),
+            ("code_challenge", &challenge),
+            ("code_challenge_method", "S256"),
+            ("scope", "mcp"),
+            ("resource", &resource),
+        ]))
+        .await;
+    let (request_id, code, resume) = scrape_page(&page.body);
+    connectors::approve(store, &request_id, &code, "test").unwrap();
+    let q = serde_urlencoded::to_string([("request_id", &request_id), ("resume_token", &resume)]).unwrap();
+    let polled = http.get(&format!("/oauth/authorize/poll?{q}")).await.json();
+    let code = query_of(polled["redirect"].as_str().unwrap())["code"].clone();
+    let tok = http
+        .post_form(
+            "/oauth/token",
+            &[("grant_type", "authorization_code"), ("client_id", &client_id), ("code", &code), ("redirect_uri", REDIRECT), ("code_verifier", &verifier), ("resource", &resource)],
+        )
+        .await;
+    assert_eq!(tok.status, 200, "{}", tok.body);
+    tok.json()["access_token"].as_str().unwrap().to_string()
+}
+
+struct Workstation {
+    device_id: String,
+    secret: String,
+    link_log: PathBuf,
+    root: PathBuf,
+    socket: PathBuf,
+    _runtime: Proc,
+    _link: Proc,
+}
+
+async fn workstation(home: &Path, devices: &DeviceRegistry, issuer: &str, name: &str, file: &str) -> Workstation {
+    let pairing = devices.create_pairing(Some(120), None, "test").unwrap();
+    let enrolled = devices.consume_pairing(&pairing.pairing_id, &pairing.code, Some(name)).unwrap();
+    let root = home.join(format!("root-{name}"));
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join(file), format!("this is {name}\n")).unwrap();
+    let socket = home.join(format!("{name}.sock"));
+    let runtime = Proc(
+        command(home).args(["serve", "--socket"]).arg(&socket).arg("--root").arg(&root).arg("--state-dir").arg(home.join(format!("state-{name}"))).spawn().unwrap(),
+    );
+    let s = socket.clone();
+    poll("a runtime socket", || std::os::unix::net::UnixStream::connect(&s).ok()).await;
+    let secret_file = home.join(format!("{name}.secret"));
+    std::fs::write(&secret_file, &enrolled.device_secret).unwrap();
+    std::fs::set_permissions(&secret_file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let link_log = home.join(format!("{name}.link.log"));
+    let link = Proc(
+        command(home)
+            .args(["link", "--edge", issuer, "--workstation-id", &enrolled.device.workstation_id, "--credential-file"])
+            .arg(&secret_file)
+            .arg("--socket")
+            .arg(&socket)
+            .stderr(std::fs::File::create(&link_log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    Workstation { device_id: enrolled.device.device_id, secret: enrolled.device_secret, link_log, root: root.canonicalize().unwrap(), socket, _runtime: runtime, _link: link }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn separate_processes_edge_two_links_two_runtimes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let edge_dir = home.join("edge");
+    let init = command(home).args(["edge", "init", "--edge-dir"]).arg(&edge_dir).output().unwrap();
+    assert!(init.status.success());
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let issuer = format!("http://127.0.0.1:{port}");
+    let addr_file = home.join("edge.addr");
+    let _edge = Proc(
+        command(home)
+            .args(["edge", "serve", "--issuer", &issuer, "--listen", &format!("127.0.0.1:{port}"), "--edge-dir"])
+            .arg(&edge_dir)
+            .arg("--addr-file")
+            .arg(&addr_file)
+            .spawn()
+            .unwrap(),
+    );
+    poll("the edge address file", || std::fs::read_to_string(&addr_file).ok()).await;
+    let store = Arc::new(EdgeStore::open(&edge_dir, Arc::new(SystemClock)).unwrap());
+    let devices = DeviceRegistry::new(Arc::clone(&store));
+    let a = workstation(home, &devices, &issuer, "left", "left.txt").await;
+    let b = workstation(home, &devices, &issuer, "right", "right.txt").await;
+
+    let http = Http::new(&issuer);
+    let access = bearer(&http, &issuer, &store).await;
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{issuer}/mcp")).auth_header(access.clone());
+    let client = ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+    let call = |name: &'static str, args: Value| {
+        let client = &client;
+        async move {
+            let mut p = CallToolRequestParams::new(name.to_string());
+            p.arguments = args.as_object().cloned();
+            serde_json::to_value(client.call_tool(p).await.unwrap()).unwrap()
+        }
+    };
+
+    // Both links come up (as herdr_devices reports them).
+    let start = Instant::now();
+    loop {
+        let listed = call("herdr_devices", json!({})).await;
+        let rows = listed["structuredContent"]["devices"].as_array().cloned().unwrap_or_default();
+        if rows.len() == 2 && rows.iter().all(|r| r["connection"] == "online") {
+            break;
+        }
+        assert!(start.elapsed() < DEADLINE, "links never came online: {listed}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 19);
+
+    for (w, file, text) in [(&a, "left.txt", "this is left"), (&b, "right.txt", "this is right")] {
+        let inspect = call("herdr_inspect", json!({"device": w.device_id})).await;
+        assert!(inspect["content"][0]["text"].as_str().unwrap().contains(w.root.to_str().unwrap()), "{inspect}");
+        let read = call("herdr_fs_read", json!({"device": w.device_id, "path": w.root.join(file)})).await;
+        assert_eq!(read["structuredContent"]["ok"], true, "{read}");
+        assert!(read["structuredContent"]["content"].as_str().unwrap().contains(text), "{read}");
+    }
+    // The names chosen at pairing route too.
+    let by_name = call("herdr_fs_read", json!({"device": "right", "path": b.root.join("right.txt")})).await;
+    assert_eq!(by_name["structuredContent"]["ok"], true, "{by_name}");
+
+    let info = http.get("/info").await.json();
+    let runtime = herdr_mcp::link::local::LocalRuntime::new(a.socket.clone()).identity().await.unwrap();
+    assert_eq!(info["runtimeContract"], json!({"epoch": runtime.contract_epoch, "hash": runtime.contract_hash}));
+
+    // Revoking `right` from `left` (the device admin route) closes its link with
+    // 4401 at once; the link stops for good and calls to it are refused.
+    let revoke = http
+        .client
+        .post(format!("{issuer}/devices/revoke"))
+        .bearer_auth(&a.secret)
+        .header("x-herdr-workstation", &a.device_id)
+        .json(&json!({"device_id": b.device_id, "confirm": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(revoke.status().as_u16(), 200);
+    poll("the revoked link to say so", || {
+        std::fs::read_to_string(&b.link_log).ok().filter(|l| l.contains("device revoked"))
+    })
+    .await;
+    let refused = call("herdr_inspect", json!({"device": b.device_id})).await;
+    assert_eq!(refused["structuredContent"]["code"], "device_revoked", "{refused}");
+    let still = call("herdr_inspect", json!({})).await;
+    assert_ne!(still["isError"], json!(true), "the one remaining device is chosen alone: {still}");
+    client.cancel().await.ok();
+}
