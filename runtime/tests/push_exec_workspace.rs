@@ -40,12 +40,40 @@ async fn herdr_exec_names_its_workspace_without_herdr() {
     bus.follow_exec(&rig.exec);
     let mine = bus.subscribe(filter("proj"));
     let other = bus.subscribe(filter("elsewhere"));
-    let out = rig.call("herdr_exec", json!({"workspace": "proj", "command": "exit 4"})).await;
+    // Announced because the call gave up waiting (exec_timeout) while the command went on.
+    let out = rig.call("herdr_exec", json!({"workspace": "proj", "command": "sleep 0.3; exit 4", "timeout_ms": 1})).await;
+    assert_eq!(out["code"], "exec_timeout", "{out}");
     let id = out["session_id"].as_str().unwrap().to_string();
     let e = completed(&mine, &id).await;
     assert_eq!((e.workspace.as_deref(), &e.data["workspace"], &e.data["exit_code"]), (Some("proj"), &json!("proj"), &json!(4)));
     assert_eq!(e.data["root"], rig.root_str());
     assert!(other.try_next().is_none(), "another workspace's filter does not see it");
+}
+
+#[tokio::test]
+async fn a_herdr_exec_answered_in_its_reply_is_not_announced() {
+    let rig = Rig::new();
+    let bus = Arc::new(PushBus::new(PushConfig::default()));
+    bus.follow_exec(&rig.exec);
+    let sub = bus.subscribe(filter("proj"));
+    let quiet = rig.call("herdr_exec", json!({"workspace": "proj", "command": "exit 4"})).await;
+    assert_eq!(quiet["execution"]["exit_code"], 4, "{quiet}");
+    let quiet_id = quiet["session_id"].as_str().unwrap().to_string();
+    // Sessions end in order here, so the next announced end is the timed-out one: had the
+    // answered command been announced, its event would come first.
+    let out = rig.call("herdr_exec", json!({"workspace": "proj", "command": "sleep 0.2; exit 5", "timeout_ms": 1})).await;
+    let loud_id = out["session_id"].as_str().unwrap().to_string();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        match tokio::time::timeout_at(deadline, sub.next()).await.expect("exec_completed within the deadline") {
+            Delivery::Event(e) if e.kind == kinds::EXEC_COMPLETED => {
+                assert_ne!(e.data["session_id"], quiet_id.as_str(), "the answered herdr_exec was announced");
+                assert_eq!(e.data["session_id"], loud_id.as_str());
+                break;
+            }
+            _ => {}
+        }
+    }
 }
 
 #[tokio::test]

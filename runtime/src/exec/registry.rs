@@ -159,6 +159,29 @@ impl ExecRegistry {
         command: &str,
         workspace: Option<&str>,
     ) -> Result<Arc<Session>, StartError> {
+        self.start_with(root, cwd, command, workspace, true).await
+    }
+
+    /// [`ExecRegistry::start_for`] for a caller that waits for the result itself
+    /// (`herdr_exec`): the end is not announced unless [`Session::hand_over_exit`] is called.
+    pub async fn start_awaited(
+        self: &Arc<Self>,
+        root: &Path,
+        cwd: &Path,
+        command: &str,
+        workspace: Option<&str>,
+    ) -> Result<Arc<Session>, StartError> {
+        self.start_with(root, cwd, command, workspace, false).await
+    }
+
+    async fn start_with(
+        self: &Arc<Self>,
+        root: &Path,
+        cwd: &Path,
+        command: &str,
+        workspace: Option<&str>,
+        announce_exit: bool,
+    ) -> Result<Arc<Session>, StartError> {
         self.prune().await;
         let id = self.next_id();
         let mut cmd = tokio::process::Command::new(&self.config.shell);
@@ -193,6 +216,7 @@ impl ExecRegistry {
             self.config.ring_bytes,
         );
         session.workspace = workspace.map(str::to_string);
+        session.set_announce_exit(announce_exit);
         let session = Arc::new(session);
         self.sessions().insert(id.clone(), Arc::clone(&session));
 
@@ -259,6 +283,11 @@ impl ExecRegistry {
             tracing::warn!(session = %session.id, "exec session end not persisted: {e}");
         }
         session.set_exit(exit);
+        // Read after set_exit: pairs with hand_over_exit (store, then check for an exit), so
+        // an end is either announced here or reported by the caller that gave up waiting.
+        if !session.announces_exit() {
+            return;
+        }
         // No subscriber is fine: nobody is listening for pushes.
         let _ = self.completions.send(ExecCompleted {
             session_id: session.id.clone(),

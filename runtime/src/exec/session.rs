@@ -40,6 +40,11 @@ pub struct Session {
     output: Mutex<Output>,
     exit: watch::Sender<Option<Exit>>,
     kill_requested: AtomicBool,
+    /// Whether the end of this session is announced on the push stream. A synchronous
+    /// `herdr_exec` whose caller gets the result in its reply stays quiet, so a bound
+    /// chat is not woken by a command it already saw finish; it is announced once the
+    /// call answers `exec_timeout` and the command goes on without a waiting caller.
+    announce_exit: AtomicBool,
 }
 
 /// A read of one stream plus the totals a reply reports.
@@ -78,6 +83,7 @@ impl Session {
             output: Mutex::new(Output::new(ring_bytes)),
             exit: watch::channel(None).0,
             kill_requested: AtomicBool::new(false),
+            announce_exit: AtomicBool::new(true),
         }
     }
 
@@ -109,6 +115,22 @@ impl Session {
 
     pub fn running(&self) -> bool {
         self.exit.borrow().is_none()
+    }
+
+    pub(super) fn set_announce_exit(&self, announce: bool) {
+        self.announce_exit.store(announce, Ordering::SeqCst);
+    }
+
+    pub(super) fn announces_exit(&self) -> bool {
+        self.announce_exit.load(Ordering::SeqCst)
+    }
+
+    /// Called when a waiting caller gives up (`exec_timeout`): from now on the end is
+    /// announced. Returns true if the session ended meanwhile — then the caller should
+    /// report the result itself, since the end may already have gone unannounced.
+    pub fn hand_over_exit(&self) -> bool {
+        self.announce_exit.store(true, Ordering::SeqCst);
+        !self.running()
     }
 
     pub(super) fn set_exit(&self, exit: Exit) {

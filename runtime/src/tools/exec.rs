@@ -193,7 +193,7 @@ async fn execute(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
             Err(Undelivered::Uncertain(out)) => return settle_and_finish(&registry, ledger.as_mut(), "failed", out).await,
         }
     } else {
-        match registry.start_for(&root, &root, &command, Some(&ws.id)).await {
+        match registry.start_awaited(&root, &root, &command, Some(&ws.id)).await {
             Ok(session) => Ran { command: session.command.clone(), cwd: session.cwd.clone(), session, backend: "native", pane_id: None },
             Err(e) => {
                 let out = ToolOutput::code(
@@ -223,6 +223,8 @@ async fn execute(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
     let timeout = Duration::from_millis(u64_arg(args, "timeout_ms", DEFAULT_TIMEOUT_MS));
     let (phase, out) = match session.wait(timeout).await {
         Some(_) => ("completed", completed(&ran, &ws, &root, warnings)),
+        // The ended-meanwhile case reports the result here, as its end may have gone unannounced.
+        None if session.hand_over_exit() => ("completed", completed(&ran, &ws, &root, warnings)),
         None => ("running", timed_out(&ran, &ws, &root)),
     };
     settle_and_finish(&registry, ledger.as_mut(), phase, out).await

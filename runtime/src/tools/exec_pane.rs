@@ -97,7 +97,7 @@ pub async fn deliver(
         Undelivered::NotDelivered(unavailable(&ws.id, format!("cannot prepare the handoff directory: {e}"), None))
     })?;
     let handoff = Handoff::new(&dir, &op_name());
-    let session = registry.start_for(root, &dir, &handoff.watcher(), Some(&ws.id)).await.map_err(|e| {
+    let session = registry.start_awaited(root, &dir, &handoff.watcher(), Some(&ws.id)).await.map_err(|e| {
         Undelivered::NotDelivered(unavailable(&ws.id, format!("cannot start watching the utility pane: {e}"), None))
     })?;
     let line = handoff.pane_line(&registry.config().shell, root, command);
