@@ -4,7 +4,12 @@
 //! stateless JSON-RPC POSTs, as the native host does.
 //!
 //! `cargo bench -p herdr-mcp --bench fs_read_latency` (optionally
-//! `-- --seconds 3`). Both servers run as separate processes.
+//! `-- --seconds 3`). Both servers run as separate processes, with the same
+//! stateless, JSON-answering rmcp configuration and the same client.
+//!
+//! On a shared machine the load drifts within seconds, so each level alternates
+//! short rounds of ours and bare (ours first, then bare first, …) and pools the
+//! samples per server; the ratios then compare like with like.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -17,7 +22,9 @@ use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 
 const FILE_BYTES: usize = 4096;
-const WARMUP: Duration = Duration::from_millis(300);
+const WARMUP: Duration = Duration::from_millis(100);
+/// Alternating rounds per level (even, so each server goes first equally often).
+const ROUNDS: u32 = 4;
 const READY_DEADLINE: Duration = Duration::from_secs(30);
 
 fn main() {
@@ -94,11 +101,29 @@ async fn bench(duration: Duration) {
     assert_eq!(payload["ok"], true, "herdr_fs_read failed: {v}");
     assert!(v.to_string().contains(&content[..64]), "reply lacks the file content: {v}");
 
-    println!("tools/call over the Unix socket, stateless JSON-RPC POSTs, {:.1} s per level", duration.as_secs_f64());
+    println!(
+        "tools/call over the Unix socket, stateless JSON-RPC POSTs, {:.1} s per server and level in {ROUNDS} alternating rounds",
+        duration.as_secs_f64()
+    );
+    println!("load average at start: {}", load_average());
     println!("{:<28} {:>8} {:>10} {:>10} {:>12}", "server / clients", "calls", "p50 (µs)", "p99 (µs)", "calls/s");
+    let ours_body = call_body("herdr_fs_read", json!({"path": "four_k.txt"}));
+    let bare_body = call_body("echo", json!({"text": "x"}));
+    let round = duration / ROUNDS;
     for clients in [1usize, 16] {
-        let ours_stats = run_level(&ours.socket, "herdr_fs_read", json!({"path": "four_k.txt"}), clients, duration).await;
-        let bare_stats = run_level(&bare.socket, "echo", json!({"text": "x"}), clients, duration).await;
+        let (mut ours_samples, mut bare_samples) = (Vec::new(), Vec::new());
+        for r in 0..ROUNDS {
+            let ours_first = r % 2 == 0;
+            if ours_first {
+                ours_samples.extend(run_round(&ours.socket, &ours_body, clients, round).await);
+            }
+            bare_samples.extend(run_round(&bare.socket, &bare_body, clients, round).await);
+            if !ours_first {
+                ours_samples.extend(run_round(&ours.socket, &ours_body, clients, round).await);
+            }
+        }
+        let ours_stats = Stats::from_samples(ours_samples, round * ROUNDS);
+        let bare_stats = Stats::from_samples(bare_samples, round * ROUNDS);
         ours_stats.print(&format!("herdr_fs_read (ours) x{clients}"));
         bare_stats.print(&format!("echo (bare rmcp) x{clients}"));
         println!(
@@ -108,6 +133,14 @@ async fn bench(duration: Duration) {
             ours_stats.rate / bare_stats.rate
         );
     }
+    println!("load average at end: {}", load_average());
+}
+
+/// The 1, 5 and 15 minute load averages, to judge how busy the machine was.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
 }
 
 struct Stats {
@@ -118,13 +151,22 @@ struct Stats {
 }
 
 impl Stats {
+    fn from_samples(mut all: Vec<u128>, measured: Duration) -> Stats {
+        assert!(!all.is_empty(), "no call completed in {measured:?}");
+        all.sort_unstable();
+        let pick = |q: f64| all[((all.len() as f64 * q) as usize).min(all.len() - 1)];
+        Stats { calls: all.len(), p50: pick(0.50), p99: pick(0.99), rate: all.len() as f64 / measured.as_secs_f64() }
+    }
+
     fn print(&self, label: &str) {
         println!("{label:<28} {:>8} {:>10} {:>10} {:>12.0}", self.calls, self.p50, self.p99, self.rate);
     }
 }
 
-async fn run_level(socket: &Path, tool: &str, args: Value, clients: usize, duration: Duration) -> Stats {
-    let body = Arc::new(call_body(tool, args));
+/// `clients` connections calling in a loop for a warm-up and then `duration`;
+/// returns the latencies (µs) of calls started after the warm-up.
+async fn run_round(socket: &Path, body: &Bytes, clients: usize, duration: Duration) -> Vec<u128> {
+    let body = Arc::new(body.clone());
     let start = Instant::now() + WARMUP;
     let end = start + duration;
     let mut tasks = Vec::new();
@@ -153,9 +195,7 @@ async fn run_level(socket: &Path, tool: &str, args: Value, clients: usize, durat
     for t in tasks {
         all.extend(t.await.unwrap());
     }
-    all.sort_unstable();
-    let pick = |q: f64| all[((all.len() as f64 * q) as usize).min(all.len() - 1)];
-    Stats { calls: all.len(), p50: pick(0.50), p99: pick(0.99), rate: all.len() as f64 / duration.as_secs_f64() }
+    all
 }
 
 fn call_body(tool: &str, args: Value) -> Bytes {

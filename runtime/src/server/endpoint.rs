@@ -256,6 +256,35 @@ struct Envelope {
 /// Spec §3 checks that rmcp would answer as plain text or not at all: unparseable
 /// JSON, batches, and messages that are not JSON-RPC 2.0.
 fn check_envelope(bytes: &Bytes) -> Result<Envelope, Response<Body>> {
+    // Almost every body is a well-formed request or notification: one parse into
+    // rmcp's model settles it. Anything else gets the step-by-step diagnosis.
+    match serde_json::from_slice::<ClientJsonRpcMessage>(bytes) {
+        Ok(ClientJsonRpcMessage::Request(request)) => {
+            let method = request.request.method();
+            if matches!(request.request, ClientRequest::CustomRequest(_)) && SERVED_METHODS.contains(&method) {
+                let id = serde_json::to_value(&request.id).ok();
+                return Err(invalid_params_for(method, id));
+            }
+            Ok(Envelope { method: Some(method.to_string()) })
+        }
+        // Notifications and responses are rare (rmcp's model does not expose a
+        // notification's method name), and a body can parse as a response while
+        // carrying a `method` that is not a string, which the diagnosis refuses.
+        Ok(_) | Err(_) => diagnose_envelope(bytes),
+    }
+}
+
+fn invalid_params_for(method: &str, id: Option<Value>) -> Response<Body> {
+    jsonrpc::error_response(
+        StatusCode::OK,
+        jsonrpc::INVALID_PARAMS,
+        &format!("Invalid params for {method}: {}", params_hint(method)),
+        id,
+    )
+}
+
+/// The full check, step by step, naming the first thing wrong with the body.
+fn diagnose_envelope(bytes: &Bytes) -> Result<Envelope, Response<Body>> {
     let bad = |code: i64, message: String, id: Option<Value>| {
         Err(jsonrpc::error_response(StatusCode::BAD_REQUEST, code, &message, id))
     };
@@ -288,13 +317,7 @@ fn check_envelope(bytes: &Bytes) -> Result<Envelope, Response<Body>> {
             if matches!(request.request, ClientRequest::CustomRequest(_))
                 && method.as_deref().is_some_and(|m| SERVED_METHODS.contains(&m)) =>
         {
-            let m = method.as_deref().unwrap_or_default();
-            return Err(jsonrpc::error_response(
-                StatusCode::OK,
-                jsonrpc::INVALID_PARAMS,
-                &format!("Invalid params for {m}: {}", params_hint(m)),
-                id,
-            ));
+            return Err(invalid_params_for(method.as_deref().unwrap_or_default(), id));
         }
         Ok(_) => {}
     }
@@ -526,6 +549,27 @@ mod tests {
         assert_eq!(code(r#"{"jsonrpc":"2.0","id":1}"#), INVALID_REQUEST);
         assert_eq!(code(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#), 0);
         assert_eq!(code(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#), 0);
+        assert_eq!(code(r#"{"jsonrpc":"2.0","id":1,"method":5,"result":{}}"#), INVALID_REQUEST);
+        assert_eq!(code(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#), 0);
+    }
+
+    #[test]
+    fn well_formed_requests_name_their_method_and_bad_params_of_served_methods_are_named() {
+        let method = |body: &str| check_envelope(&Bytes::from(body.to_string())).ok().and_then(|e| e.method);
+        assert_eq!(
+            method(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{}}}"#).as_deref(),
+            Some("tools/call")
+        );
+        assert_eq!(method(r#"{"jsonrpc":"2.0","id":"a","method":"tools/list"}"#).as_deref(), Some("tools/list"));
+        assert_eq!(method(r#"{"jsonrpc":"2.0","id":2,"method":"vendor/thing"}"#).as_deref(), Some("vendor/thing"));
+        let response = check_envelope(&Bytes::from_static(br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":3}}"#))
+            .err()
+            .expect("bad tools/call params are refused");
+        assert_eq!(response.status(), StatusCode::OK);
+        let b = futures::executor::block_on(response.into_body().collect()).unwrap().to_bytes();
+        let v: Value = serde_json::from_slice(&b).unwrap();
+        assert_eq!(v["error"]["code"], jsonrpc::INVALID_PARAMS);
+        assert_eq!(v["id"], 7);
     }
 
     #[test]

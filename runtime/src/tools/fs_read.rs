@@ -1,17 +1,24 @@
 //! `herdr_fs_read`: a window of lines from a text file, bounded by lines and bytes.
 
-use std::fs::File;
+use std::fs::{File, Metadata};
 use std::io::{BufRead, BufReader};
+use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
 use super::common::{object_schema, path_schema, req_str, u64_arg};
-use super::{Access, Handler, ToolContext, ToolOutput, ToolSpec};
+use super::{Access, BoxFuture, Handler, ToolContext, ToolOutput, ToolSpec};
+use crate::policy::Resolved;
 
 /// Lines returned when `end_line` is omitted.
 pub const DEFAULT_LINES: u64 = 200;
 pub const DEFAULT_MAX_BYTES: u64 = 16_384;
 pub const MAX_BYTES_LIMIT: u64 = 262_144;
+/// Files up to this size are read on the async worker that received the call. Such a
+/// read is a few page-cache copies, far cheaper than the two thread wake-ups of a
+/// trip through the blocking pool, which dominate a small read on a busy machine.
+/// Bigger files (the line count needs a pass over the whole file) go to the pool.
+pub const INLINE_READ_MAX_BYTES: u64 = 262_144;
 
 pub fn spec() -> ToolSpec {
     ToolSpec {
@@ -28,7 +35,7 @@ pub fn spec() -> ToolSpec {
         input_schema: schema,
         access: Access::Read,
         read_only_hint: false,
-        handler: Handler::Blocking(run),
+        handler: Handler::Async(run),
     }
 }
 
@@ -44,54 +51,100 @@ fn schema() -> Value {
     )
 }
 
-fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
+/// Whether a file of `len` bytes is read on the async worker (see
+/// [`INLINE_READ_MAX_BYTES`]).
+pub fn reads_inline(len: u64) -> bool {
+    len <= INLINE_READ_MAX_BYTES
+}
+
+fn run(ctx: Arc<ToolContext>, args: Map<String, Value>) -> BoxFuture<ToolOutput> {
+    Box::pin(async move {
+        // Path resolution and the size check are a handful of metadata syscalls,
+        // cheap enough for the async worker; only the read may need the pool.
+        let read = match prepare(&ctx, &args) {
+            Ok(read) => read,
+            Err(out) => return out,
+        };
+        if reads_inline(read.meta.len()) {
+            return read.run();
+        }
+        let path = read.resolved.real.clone();
+        tokio::task::spawn_blocking(move || read.run()).await.unwrap_or_else(|e| {
+            ToolOutput::protocol_error("internal_error", format!("reading {} failed: {e}", path.display()))
+        })
+    })
+}
+
+/// A validated read request: the window asked for and the file it applies to.
+struct Read {
+    start: u64,
+    end: u64,
+    budget: usize,
+    resolved: Resolved,
+    meta: Metadata,
+}
+
+fn prepare(ctx: &ToolContext, args: &Map<String, Value>) -> Result<Read, ToolOutput> {
     let start = u64_arg(args, "start_line", 1);
     let end = u64_arg(args, "end_line", start.saturating_add(DEFAULT_LINES - 1));
     if end < start {
-        return super::common::invalid_params("end_line must be >= start_line");
+        return Err(super::common::invalid_params("end_line must be >= start_line"));
     }
     let budget = u64_arg(args, "max_bytes", DEFAULT_MAX_BYTES) as usize;
-    let resolved = match ctx.policy.resolve_existing(req_str(args, "path")) {
-        Ok(r) => r,
-        Err(refusal) => return refusal.into(),
-    };
+    let resolved = ctx.policy.resolve_existing(req_str(args, "path"))?;
     let path = &resolved.real;
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
-        Err(e) => return super::common::path_refusal("stat_failed", path, format!("cannot stat {}: {e}", path.display())),
+        Err(e) => {
+            return Err(super::common::path_refusal("stat_failed", path, format!("cannot stat {}: {e}", path.display())));
+        }
     };
     if !meta.is_file() {
-        return super::common::path_refusal("not_a_file", path, format!("{} is not a regular file", path.display()));
+        return Err(super::common::path_refusal("not_a_file", path, format!("{} is not a regular file", path.display())));
     }
-    let window = match File::open(path).and_then(|f| read_window(BufReader::new(f), start, end, budget)) {
-        Ok(w) => w,
-        Err(e) => return super::common::path_refusal("read_failed", path, format!("cannot read {}: {e}", path.display())),
-    };
-    let last = start + window.returned - 1;
-    let truncated_by = if window.cut_by_bytes {
-        Some("bytes")
-    } else if window.total > end {
-        Some("lines")
-    } else {
-        None
-    };
-    let next = if window.total > last { Some(last + 1) } else { None };
-    let mut payload = json!({
-        "ok": true,
-        "path": path.display().to_string(),
-        "root": resolved.root.display().to_string(),
-        "lines": {"start": start, "end": last, "total": window.total},
-        "next_start_line": next,
-        "truncated_by": truncated_by,
-        "bytes": meta.len(),
-        "budget": budget,
-        "truncated": truncated_by.is_some(),
-        "content": String::from_utf8_lossy(&window.content),
-    });
-    if window.line_cut {
-        payload["line_truncated"] = json!(true);
+    Ok(Read { start, end, budget, resolved, meta })
+}
+
+impl Read {
+    fn run(self) -> ToolOutput {
+        let Read { start, end, budget, resolved, meta } = self;
+        let path = &resolved.real;
+        let window = match File::open(path).and_then(|f| read_window(BufReader::new(f), start, end, budget)) {
+            Ok(w) => w,
+            Err(e) => return super::common::path_refusal("read_failed", path, format!("cannot read {}: {e}", path.display())),
+        };
+        let last = start + window.returned - 1;
+        let truncated_by = if window.cut_by_bytes {
+            Some("bytes")
+        } else if window.total > end {
+            Some("lines")
+        } else {
+            None
+        };
+        let next = if window.total > last { Some(last + 1) } else { None };
+        let mut payload = json!({
+            "ok": true,
+            "path": path.display().to_string(),
+            "root": resolved.root.display().to_string(),
+            "lines": {"start": start, "end": last, "total": window.total},
+            "next_start_line": next,
+            "truncated_by": truncated_by,
+            "bytes": meta.len(),
+            "budget": budget,
+            "truncated": truncated_by.is_some(),
+            "content": into_text(window.content),
+        });
+        if window.line_cut {
+            payload["line_truncated"] = json!(true);
+        }
+        ToolOutput::payload(payload)
     }
-    ToolOutput::payload(payload)
+}
+
+/// The bytes as text, without a copy when they are valid UTF-8 (the usual case);
+/// invalid sequences become replacement characters.
+fn into_text(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// The selected lines and what stopped the selection.
@@ -178,6 +231,44 @@ mod tests {
         let w = win("ab\ncd\nef\n", 1, 10, 5);
         assert_eq!(w.content, b"ab\n");
         assert!(!win("ab\ncd\nef\n", 1, 10, 9).cut_by_bytes);
+    }
+
+    #[test]
+    fn inline_reads_stop_at_their_size_limit() {
+        assert!(reads_inline(0));
+        assert!(reads_inline(INLINE_READ_MAX_BYTES));
+        assert!(!reads_inline(INLINE_READ_MAX_BYTES + 1));
+    }
+
+    /// Both sides of the inline limit give the same, complete answer: the file just
+    /// over it goes through the blocking pool.
+    #[tokio::test]
+    async fn files_on_both_sides_of_the_inline_limit_read_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let line = "0123456789abcde\n";
+        let lines_at_limit = INLINE_READ_MAX_BYTES as usize / line.len();
+        let at_limit = line.repeat(lines_at_limit);
+        assert_eq!(at_limit.len() as u64, INLINE_READ_MAX_BYTES);
+        std::fs::write(dir.path().join("at.txt"), &at_limit).unwrap();
+        std::fs::write(dir.path().join("over.txt"), format!("{at_limit}x")).unwrap();
+        let ctx = Arc::new(ToolContext::new(
+            crate::runtime_info::RuntimeInfo::new(),
+            crate::policy::Policy::for_tests(vec![dir.path().to_path_buf()]),
+        ));
+        let registry = super::super::ToolRegistry::from_specs(vec![spec()]);
+        for (name, total, bytes) in [("at.txt", lines_at_limit, at_limit.len()), ("over.txt", lines_at_limit + 1, at_limit.len() + 1)] {
+            let out = registry.call(&ctx, "herdr_fs_read", Some(json!({"path": name, "start_line": 2, "end_line": 3}))).await;
+            assert_eq!(out.payload["ok"], true, "{name}: {}", out.payload);
+            assert_eq!(out.payload["lines"]["total"], total as u64, "{name}");
+            assert_eq!(out.payload["bytes"], bytes as u64, "{name}");
+            assert_eq!(out.payload["content"], line.repeat(2), "{name}");
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_becomes_replacement_characters() {
+        assert_eq!(into_text(b"a\xffb".to_vec()), "a\u{FFFD}b");
+        assert_eq!(into_text("héllo".as_bytes().to_vec()), "héllo");
     }
 
     #[test]

@@ -238,7 +238,7 @@ impl ToolRegistry {
         let Some(entry) = self.entries.iter().find(|e| e.spec.name == name) else {
             return ToolOutput::protocol_error("unknown_tool", format!("unknown tool: {name}"));
         };
-        let args = match arguments {
+        let mut args = match arguments {
             None | Some(Value::Null) => Map::new(),
             Some(Value::Object(map)) => map,
             Some(_) => {
@@ -246,10 +246,14 @@ impl ToolRegistry {
             }
         };
         // `null` counts as absent (spec §0): drop null members before validation.
-        let args: Map<String, Value> = args.into_iter().filter(|(_, v)| !v.is_null()).collect();
-        if let Some(refusal) = validate(&entry.validator, &args) {
+        args.retain(|_, v| !v.is_null());
+        let instance = Value::Object(args);
+        if let Some(refusal) = validate(&entry.validator, &instance) {
             return refusal;
         }
+        let Value::Object(args) = instance else {
+            return ToolOutput::protocol_error("internal_error", "validated arguments are no longer an object");
+        };
         match entry.spec.handler {
             Handler::Blocking(f) => {
                 let ctx = Arc::clone(ctx);
@@ -264,10 +268,13 @@ impl ToolRegistry {
 }
 
 /// Runs the schema validator and turns every error into `{pointer, message}`.
-fn validate(validator: &jsonschema::Validator, args: &Map<String, Value>) -> Option<ToolOutput> {
-    let instance = Value::Object(args.clone());
+fn validate(validator: &jsonschema::Validator, instance: &Value) -> Option<ToolOutput> {
+    // The yes/no check skips the error bookkeeping that only a failure needs.
+    if validator.is_valid(instance) {
+        return None;
+    }
     let errors: Vec<Value> = validator
-        .iter_errors(&instance)
+        .iter_errors(instance)
         .map(|e| {
             let pointer = e.instance_path().to_string();
             json!({"pointer": if pointer.is_empty() { "/".to_string() } else { pointer }, "message": e.to_string()})
