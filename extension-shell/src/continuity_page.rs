@@ -6,17 +6,9 @@ use ext_adapters::{Scope, Site, adapter_for_site, identify};
 use ext_core::continuity::bindings::ConvTarget;
 use serde_json::{Value, json};
 
-/// Sites where a conversation can be bound.
-pub fn bindable_site(site: Site) -> bool {
-    matches!(site, Site::ChatGpt | Site::ZAi | Site::DeepSeek)
-}
-
 /// The binding scope of the page at `url`, or why there is none.
 pub fn target_of(url: &str) -> Result<ConvTarget, &'static str> {
     let identity = identify(url).map_err(|_| "conversation-unavailable")?;
-    if !bindable_site(identity.site) {
-        return Err("conversation-unavailable");
-    }
     let site = identity.site.name().to_string();
     Ok(match identity.scope {
         Scope::NewChat if identity.site == Site::DeepSeek => return Err("conversation-unavailable"),

@@ -23,7 +23,9 @@
 //!   "conversation-unavailable"|"tab-unavailable"}`.
 //! - `{type:"h2w_unbind", convKey, workspace?}` → `{ok, removed}` or `not-found`.
 //! - `{type:"h2w_set_auto", convKey, enabled}` → `{ok, auto}` (default off).
-//! - `{type:"h2w_send_pending", id}` → `{ok, result}`: the user's "send now".
+//! - `{type:"h2w_send_pending", id}` → `{ok, result}`: the user's "send now". Pending wakes
+//!   are `{id, kind, conv_key, text, reason, uncertain, since_ms, ...}`; `reason` is the
+//!   delivery code (`user-typing`, `generating`, `wake-in-flight`, `no_tab`, or why it failed).
 //! - `{type:"h2w_dismiss_pending", id}` → `{ok}`.
 //! - `{type:"h2w_continuity_state"}` → every binding, pending wake, delivery and stream fact.
 
