@@ -358,4 +358,16 @@ async fn the_link_process_stops_on_a_wrong_credential() {
         .output()
         .unwrap();
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("0600"));
+
+    // Without flags, a computer that never ran `worker connect` is told so.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_herdr-mcp"))
+        .arg("link")
+        .env("HERDR_MCP_DEVICE_FILE", loose.path().join("device.json"))
+        .env_remove("HERDR_LINK_SECRET")
+        .env_remove("HERDR_LINK_EDGE")
+        .env_remove("HERDR_LINK_WORKSTATION_ID")
+        .env_remove("HERDR_LINK_CREDENTIAL_FILE")
+        .output()
+        .unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("worker connect"), "{}", String::from_utf8_lossy(&out.stderr));
 }

@@ -15,6 +15,7 @@ use edge_support::*;
 use herdr_mcp::edge::clock::SystemClock;
 use herdr_mcp::edge::connectors;
 use herdr_mcp::edge::devices::DeviceRegistry;
+use herdr_mcp::edge::devices_local::{self, LocalDevice};
 use herdr_mcp::edge::store::EdgeStore;
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
@@ -97,7 +98,7 @@ struct Workstation {
     _link: Proc,
 }
 
-async fn workstation(home: &Path, devices: &DeviceRegistry, issuer: &str, name: &str, file: &str) -> Workstation {
+async fn workstation(home: &Path, devices: &DeviceRegistry, issuer: &str, name: &str, file: &str, via_device_file: bool) -> Workstation {
     let pairing = devices.create_pairing(Some(120), None, "test").unwrap();
     let enrolled = devices.consume_pairing(&pairing.pairing_id, &pairing.code, Some(name)).unwrap();
     let root = home.join(format!("root-{name}"));
@@ -113,16 +114,25 @@ async fn workstation(home: &Path, devices: &DeviceRegistry, issuer: &str, name: 
     std::fs::write(&secret_file, &enrolled.device_secret).unwrap();
     std::fs::set_permissions(&secret_file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let link_log = home.join(format!("{name}.link.log"));
-    let link = Proc(
-        command(home)
-            .args(["link", "--edge", issuer, "--workstation-id", &enrolled.device.workstation_id, "--credential-file"])
-            .arg(&secret_file)
-            .arg("--socket")
-            .arg(&socket)
-            .stderr(std::fs::File::create(&link_log).unwrap())
-            .spawn()
-            .unwrap(),
-    );
+    let mut cmd = command(home);
+    if via_device_file {
+        // As `worker connect` leaves it: `link` needs no flags but the socket.
+        let file = home.join(format!("{name}-device.json"));
+        let local = LocalDevice {
+            edge_origin: issuer.to_string(),
+            device_id: enrolled.device.device_id.clone(),
+            workstation_id: enrolled.device.workstation_id.clone(),
+            credential_id: enrolled.device.credential_id.clone().unwrap_or_default(),
+            device_secret: enrolled.device_secret.clone(),
+            name: name.to_string(),
+            enrolled_at_ms: enrolled.device.enrolled_at_ms,
+        };
+        devices_local::save(&file, &local).unwrap();
+        cmd.env(devices_local::PATH_ENV, &file).arg("link");
+    } else {
+        cmd.args(["link", "--edge", issuer, "--workstation-id", &enrolled.device.workstation_id, "--credential-file"]).arg(&secret_file);
+    }
+    let link = Proc(cmd.arg("--socket").arg(&socket).stderr(std::fs::File::create(&link_log).unwrap()).spawn().unwrap());
     Workstation { device_id: enrolled.device.device_id, secret: enrolled.device_secret, link_log, root: root.canonicalize().unwrap(), socket, _runtime: runtime, _link: link }
 }
 
@@ -148,8 +158,8 @@ async fn separate_processes_edge_two_links_two_runtimes() {
     poll("the edge address file", || std::fs::read_to_string(&addr_file).ok()).await;
     let store = Arc::new(EdgeStore::open(&edge_dir, Arc::new(SystemClock)).unwrap());
     let devices = DeviceRegistry::new(Arc::clone(&store));
-    let a = workstation(home, &devices, &issuer, "left", "left.txt").await;
-    let b = workstation(home, &devices, &issuer, "right", "right.txt").await;
+    let a = workstation(home, &devices, &issuer, "left", "left.txt", true).await;
+    let b = workstation(home, &devices, &issuer, "right", "right.txt", false).await;
 
     let http = Http::new(&issuer);
     let access = bearer(&http, &issuer, &store).await;

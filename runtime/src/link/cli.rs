@@ -1,5 +1,7 @@
 //! `herdr-mcp link` arguments. The device secret comes from a file or the
-//! environment, never from argv, where other users could read it.
+//! environment, never from argv, where other users could read it. On a computer
+//! enrolled with `herdr-mcp worker connect`, no argument is needed: the edge,
+//! workstation id and secret come from its device credential file.
 
 use std::path::PathBuf;
 
@@ -9,14 +11,16 @@ use super::LinkConfig;
 
 #[derive(clap::Args, Debug)]
 pub struct LinkArgs {
-    /// The edge's public base URL, e.g. https://edge.example.com
+    /// The edge's public base URL, e.g. https://edge.example.com [default: from
+    /// the device credential of `worker connect`]
     #[arg(long, env = "HERDR_LINK_EDGE")]
-    pub edge: String,
-    /// This device's workstation id (its dev_… id for paired devices)
+    pub edge: Option<String>,
+    /// This device's workstation id (its dev_… id for paired devices) [default:
+    /// from the device credential]
     #[arg(long, env = "HERDR_LINK_WORKSTATION_ID")]
-    pub workstation_id: String,
+    pub workstation_id: Option<String>,
     /// File holding the device secret (must not be readable by others); else
-    /// $HERDR_LINK_SECRET
+    /// $HERDR_LINK_SECRET; else the device credential
     #[arg(long, value_name = "FILE", env = "HERDR_LINK_CREDENTIAL_FILE")]
     pub credential_file: Option<PathBuf>,
     /// The local runtime's Unix socket [default: as `serve`]
@@ -28,6 +32,23 @@ pub struct LinkArgs {
     /// Extra CA certificate (PEM) to trust for an https edge with a private CA
     #[arg(long, value_name = "FILE", env = "HERDR_LINK_CA_FILE")]
     pub ca_file: Option<PathBuf>,
+}
+
+/// Edge, workstation id and secret: flags and environment first, then the
+/// device credential file for whatever they leave out.
+fn identity(args: &LinkArgs) -> anyhow::Result<(String, String, String)> {
+    let explicit_secret = args.credential_file.is_some() || std::env::var("HERDR_LINK_SECRET").is_ok_and(|s| !s.is_empty());
+    if let (Some(edge), Some(ws), true) = (&args.edge, &args.workstation_id, explicit_secret) {
+        return Ok((edge.clone(), ws.clone(), read_secret(args.credential_file.as_ref())?));
+    }
+    let path = crate::edge::devices_local::default_path()?;
+    let device = crate::edge::devices_local::load(&path).map_err(|e| anyhow::anyhow!("{e} (or pass --edge, --workstation-id and --credential-file)"))?;
+    let secret = if explicit_secret { read_secret(args.credential_file.as_ref())? } else { device.device_secret };
+    Ok((
+        args.edge.clone().unwrap_or(device.edge_origin),
+        args.workstation_id.clone().unwrap_or(device.workstation_id),
+        secret,
+    ))
 }
 
 fn read_secret(file: Option<&PathBuf>) -> anyhow::Result<String> {
@@ -52,14 +73,15 @@ fn read_secret(file: Option<&PathBuf>) -> anyhow::Result<String> {
 
 pub fn run_link(args: LinkArgs) -> anyhow::Result<()> {
     let env = |n: &str| std::env::var(n).ok();
+    let (edge, workstation_id, secret) = identity(&args)?;
     let socket = match args.socket {
         Some(s) => s,
         None => crate::server::config::default_socket_path(env("XDG_CONFIG_HOME").as_deref(), env("HOME").as_deref())?,
     };
     let cfg = LinkConfig {
-        edge: args.edge,
-        workstation_id: args.workstation_id,
-        secret: read_secret(args.credential_file.as_ref())?,
+        edge,
+        workstation_id,
+        secret,
         socket,
         name: args.name,
         ca_file: args.ca_file,
