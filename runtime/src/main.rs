@@ -32,6 +32,12 @@ enum Command {
     /// Approve, list, revoke or cancel the connectors of this machine's edge.
     #[command(subcommand)]
     Connector(herdr_mcp::edge::cli::ConnectorCommand),
+    /// Pair, enroll, rename or revoke devices (workstations) of an edge.
+    #[command(subcommand)]
+    Worker(herdr_mcp::edge::devices_cli::WorkerCommand),
+    /// List or rename the devices of this workstation's edge.
+    #[command(subcommand)]
+    Device(herdr_mcp::edge::devices_cli::DeviceCommand),
     /// Link this workstation to an edge: forwards the edge's tool calls to the local runtime.
     Link(herdr_mcp::link::cli::LinkArgs),
 }
@@ -92,6 +98,8 @@ fn main() -> ExitCode {
         },
         Command::Edge(cmd) => exit_with(herdr_mcp::edge::cli::run_edge(cmd)),
         Command::Connector(cmd) => exit_with(herdr_mcp::edge::cli::run_connector(cmd)),
+        Command::Worker(cmd) => exit_with(herdr_mcp::edge::devices_cli::run_worker(cmd)),
+        Command::Device(cmd) => exit_with(herdr_mcp::edge::devices_cli::run_device(cmd)),
         Command::Link(args) => exit_with(herdr_mcp::link::cli::run_link(args)),
     }
 }

@@ -51,10 +51,46 @@ impl StateDirArg {
 #[derive(clap::Subcommand, Debug)]
 pub enum EdgeCommand {
     /// Create the edge state (database and code pepper); safe to run again.
-    Init(StateDirArg),
+    Init(EdgeInitArgs),
+    /// Create a pairing for a new workstation from the edge host itself (the
+    /// operator's way in when no enrolled device is at hand).
+    Pair(EdgePairArgs),
     /// Serve OAuth and the public /mcp endpoint over HTTP. Terminate TLS in front
     /// of it (a reverse proxy) and pass the public https URL as --issuer.
     Serve(EdgeServeArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct EdgeInitArgs {
+    /// Public base URL; with it, init also prints a first pairing for the first workstation
+    #[arg(long, env = "HERDR_EDGE_ISSUER")]
+    pub issuer: Option<String>,
+    #[command(flatten)]
+    pub state: StateDirArg,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct EdgePairArgs {
+    /// Public base URL, as given to `edge serve`
+    #[arg(long, env = "HERDR_EDGE_ISSUER")]
+    pub issuer: String,
+    /// Name for the new device
+    #[arg(long)]
+    pub name: Option<String>,
+    /// How long the pairing stays valid, 60 to 600 seconds
+    #[arg(long, default_value_t = super::pairing::DEFAULT_TTL_S)]
+    pub ttl: i64,
+    #[command(flatten)]
+    pub state: StateDirArg,
+}
+
+/// Creates the edge's live pairing directly in its state and prints it.
+fn local_pairing(dir: &Path, issuer: &str, ttl: Option<i64>, name: Option<&str>) -> anyhow::Result<()> {
+    let config = EdgeConfig::new(issuer).map_err(anyhow::Error::msg)?;
+    let registry = DeviceRegistry::new(open_store(dir)?);
+    let p = registry.create_pairing(ttl, name, &format!("operator:{}", whoami())).map_err(|e| anyhow::anyhow!("{e}"))?;
+    super::devices_cli::print_local_pairing(&config.issuer, &p);
+    Ok(())
 }
 
 #[derive(clap::Args, Debug)]
@@ -114,12 +150,16 @@ fn open_store(dir: &Path) -> anyhow::Result<Arc<EdgeStore>> {
 
 pub fn run_edge(cmd: EdgeCommand) -> anyhow::Result<()> {
     match cmd {
-        EdgeCommand::Init(state) => {
-            let dir = state.resolve()?;
+        EdgeCommand::Init(args) => {
+            let dir = args.state.resolve()?;
             let created = EdgeStore::init(&dir)?;
             println!("edge state {} in {}", if created { "created" } else { "already present" }, dir.display());
+            if let Some(issuer) = args.issuer {
+                local_pairing(&dir, &issuer, None, None)?;
+            }
             Ok(())
         }
+        EdgeCommand::Pair(args) => local_pairing(&args.state.resolve()?, &args.issuer, Some(args.ttl), args.name.as_deref()),
         EdgeCommand::Serve(args) => serve(args),
     }
 }

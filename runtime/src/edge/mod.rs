@@ -33,6 +33,7 @@ pub mod clock;
 pub mod connectors;
 pub mod dcr;
 pub mod devices;
+pub mod devices_cli;
 pub mod devices_http;
 pub mod devices_link;
 pub mod devices_local;

@@ -1,0 +1,351 @@
+//! `herdr-mcp worker pair|connect|rename|revoke` and `herdr-mcp device list|rename`:
+//! the workstation side of spec §7. Every command but `connect` authenticates as
+//! this device with the credential in [`super::devices_local`]; `connect` enrolls
+//! this computer with a pairing address and the code, which it reads from the
+//! controlling terminal with echo off (never from arguments or pipes).
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::AsFd;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full, Limited};
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+
+use super::devices::validate_name;
+use super::devices_http::WORKSTATION_HEADER;
+use super::devices_local::{self, LocalDevice};
+
+const TIMEOUT: Duration = Duration::from_secs(20);
+const MAX_ANSWER_BYTES: usize = 1024 * 1024;
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct DeviceFileArgs {
+    /// This device's credential file [default: $HERDR_MCP_DEVICE_FILE, else device.json in the state dir]
+    #[arg(long = "device-file", value_name = "FILE")]
+    pub device_file: Option<PathBuf>,
+    /// An extra CA certificate (PEM) to trust for the edge's TLS (a private or self-signed edge)
+    #[arg(long = "ca-file", value_name = "FILE", env = "HERDR_MCP_EDGE_CA_FILE")]
+    pub ca_file: Option<PathBuf>,
+}
+
+impl DeviceFileArgs {
+    fn path(&self) -> anyhow::Result<PathBuf> {
+        match &self.device_file {
+            Some(p) => Ok(p.clone()),
+            None => devices_local::default_path(),
+        }
+    }
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum WorkerCommand {
+    /// Create a pairing for a new computer: prints the address and the 6-digit code.
+    Pair {
+        /// Name for the new device
+        #[arg(long)]
+        name: Option<String>,
+        /// How long the pairing stays valid, 60 to 600 seconds
+        #[arg(long, default_value_t = super::pairing::DEFAULT_TTL_S)]
+        ttl: i64,
+        #[command(flatten)]
+        device: DeviceFileArgs,
+    },
+    /// Enroll this computer with an edge, using a pairing address; asks for the code.
+    Connect {
+        /// The address `worker pair` or `edge init` printed (`https://edge/pair#pair_…`)
+        address: String,
+        /// This device's name [default: the host name]
+        #[arg(long)]
+        name: Option<String>,
+        #[command(flatten)]
+        device: DeviceFileArgs,
+    },
+    /// Rename this device.
+    Rename {
+        name: String,
+        #[command(flatten)]
+        device: DeviceFileArgs,
+    },
+    /// Revoke a device by id for good; its link is closed and it cannot reconnect.
+    Revoke {
+        device_id: String,
+        /// Required: revocation cannot be undone
+        #[arg(long)]
+        confirm: bool,
+        #[command(flatten)]
+        device: DeviceFileArgs,
+    },
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum DeviceCommand {
+    /// List the devices enrolled with this device's edge.
+    List {
+        /// Print JSON instead of a table
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        device: DeviceFileArgs,
+    },
+    /// Rename this device (same as `worker rename`).
+    Rename {
+        name: String,
+        #[command(flatten)]
+        device: DeviceFileArgs,
+    },
+}
+
+/// One HTTP/1.1 exchange with the edge over TCP (loopback http) or TLS (https).
+async fn exchange(
+    url: &url::Url,
+    method: &str,
+    body: Option<&Value>,
+    auth: Option<&LocalDevice>,
+    tls: Arc<rustls::ClientConfig>,
+) -> anyhow::Result<(u16, Value)> {
+    let host = url.host_str().ok_or_else(|| anyhow::anyhow!("{url} has no host"))?.to_string();
+    let port = url.port_or_known_default().ok_or_else(|| anyhow::anyhow!("{url} has no port"))?;
+    let loopback = matches!(host.as_str(), "127.0.0.1" | "localhost" | "[::1]");
+    let tcp = tokio::net::TcpStream::connect((host.trim_matches(['[', ']']), port))
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot reach the edge at {host}:{port}: {e}"))?;
+    let io: Box<dyn crate::link::connect::Io> = match url.scheme() {
+        "https" => {
+            let name = rustls::pki_types::ServerName::try_from(host.trim_matches(['[', ']']).to_string())
+                .map_err(|e| anyhow::anyhow!("{host} is not a TLS server name: {e}"))?;
+            let stream = tokio_rustls::TlsConnector::from(tls)
+                .connect(name, tcp)
+                .await
+                .map_err(|e| anyhow::anyhow!("TLS with the edge at {host} failed: {e}"))?;
+            Box::new(stream)
+        }
+        "http" if loopback => Box::new(tcp),
+        _ => anyhow::bail!("the edge address must be https (http only on loopback): {url}"),
+    };
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+        .await
+        .map_err(|e| anyhow::anyhow!("HTTP with the edge failed: {e}"))?;
+    tokio::spawn(conn);
+    let mut req = http::Request::builder()
+        .method(method)
+        .uri(url.path())
+        .header(http::header::HOST, url.host_str().unwrap_or_default())
+        .header(http::header::ACCEPT, "application/json");
+    if let Some(d) = auth {
+        req = req.header(http::header::AUTHORIZATION, format!("Bearer {}", d.device_secret)).header(WORKSTATION_HEADER, &d.workstation_id);
+    }
+    let payload = match body {
+        Some(b) => {
+            req = req.header(http::header::CONTENT_TYPE, "application/json");
+            bytes::Bytes::from(serde_json::to_vec(b)?)
+        }
+        None => bytes::Bytes::new(),
+    };
+    let resp = sender.send_request(req.body(Full::new(payload))?).await.map_err(|e| anyhow::anyhow!("the edge did not answer: {e}"))?;
+    let status = resp.status().as_u16();
+    let bytes = Limited::new(resp.into_body(), MAX_ANSWER_BYTES)
+        .collect()
+        .await
+        .map_err(|e| anyhow::anyhow!("reading the edge's answer failed: {e}"))?
+        .to_bytes();
+    let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    Ok((status, value))
+}
+
+/// Runs one call on a small runtime, with an overall deadline.
+fn call(origin: &str, path: &str, method: &str, body: Option<Value>, auth: Option<&LocalDevice>, ca: Option<&PathBuf>) -> anyhow::Result<Value> {
+    let url = url::Url::parse(&format!("{}{path}", origin.trim_end_matches('/')))
+        .map_err(|e| anyhow::anyhow!("bad edge origin {origin:?}: {e}"))?;
+    let tls = crate::link::connect::tls_config(ca.map(PathBuf::as_path)).map_err(anyhow::Error::msg)?;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let (status, v) = rt.block_on(async {
+        tokio::time::timeout(TIMEOUT, exchange(&url, method, body.as_ref(), auth, tls))
+            .await
+            .map_err(|_| anyhow::anyhow!("the edge did not answer within {} s", TIMEOUT.as_secs()))?
+    })?;
+    if !(200..300).contains(&status) {
+        let code = v.get("code").and_then(Value::as_str).unwrap_or("http_error");
+        let msg = v.get("message").and_then(Value::as_str).unwrap_or("");
+        anyhow::bail!("the edge refused ({status} {code}): {msg}");
+    }
+    Ok(v)
+}
+
+/// Reads one line from the controlling terminal with echo off, restoring the
+/// terminal afterwards even on error.
+fn read_code_no_echo(prompt: &str) -> anyhow::Result<String> {
+    use nix::sys::termios::{LocalFlags, SetArg, tcgetattr, tcsetattr};
+    let tty = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+        .map_err(|e| anyhow::anyhow!("connect needs an interactive terminal to read the code (never arguments or pipes): {e}"))?;
+    let mut out = tty.try_clone()?;
+    let saved = tcgetattr(tty.as_fd()).map_err(|e| anyhow::anyhow!("cannot read the terminal settings: {e}"))?;
+    let mut quiet = saved.clone();
+    quiet.local_flags.remove(LocalFlags::ECHO);
+    tcsetattr(tty.as_fd(), SetArg::TCSANOW, &quiet).map_err(|e| anyhow::anyhow!("cannot turn echo off: {e}"))?;
+    write!(out, "{prompt}")?;
+    out.flush()?;
+    let mut line = String::new();
+    let read = BufReader::new(tty.try_clone()?).read_line(&mut line);
+    let _ = tcsetattr(tty.as_fd(), SetArg::TCSANOW, &saved);
+    writeln!(out)?;
+    if read? == 0 {
+        anyhow::bail!("no code entered (end of input)");
+    }
+    Ok(line.trim().to_string())
+}
+
+fn host_name() -> Option<String> {
+    let raw = std::fs::read_to_string("/proc/sys/kernel/hostname").or_else(|_| std::fs::read_to_string("/etc/hostname")).ok()?;
+    validate_name(raw.trim()).ok()
+}
+
+/// `<origin>/pair#<pairing_id>` → (origin, pairing_id).
+pub fn parse_address(address: &str) -> anyhow::Result<(String, String)> {
+    let bad = || anyhow::anyhow!("{address:?} is not a pairing address (expected https://<edge>/pair#pair_…)");
+    let url = url::Url::parse(address).map_err(|_| bad())?;
+    let pairing_id = url.fragment().filter(|f| f.starts_with(super::pairing::PAIRING_PREFIX)).ok_or_else(bad)?.to_string();
+    let base = url.path().strip_suffix("/pair").ok_or_else(bad)?;
+    let origin = format!("{}{}", url.origin().ascii_serialization(), base);
+    Ok((origin, pairing_id))
+}
+
+fn connect(address: &str, name: Option<String>, args: &DeviceFileArgs) -> anyhow::Result<()> {
+    let (origin, pairing_id) = parse_address(address)?;
+    let path = args.path()?;
+    if let Ok(existing) = devices_local::load(&path) {
+        anyhow::bail!("this computer is already enrolled as {} ({}); remove that file to enroll again", existing.device_id, path.display());
+    }
+    let name = match name {
+        Some(n) => Some(validate_name(&n).map_err(|e| anyhow::anyhow!("{e}"))?),
+        None => host_name(),
+    };
+    let code = read_code_no_echo("Pairing code (6 digits): ")?;
+    let mut body = json!({"pairing_id": pairing_id, "code": code});
+    if let Some(n) = &name {
+        body["name"] = json!(n);
+    }
+    let v = call(&origin, "/devices/pairings/consume", "POST", Some(body), None, args.ca_file.as_ref())?;
+    let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string).ok_or_else(|| anyhow::anyhow!("the edge's answer lacks {k}"));
+    let device = LocalDevice {
+        edge_origin: origin.clone(),
+        device_id: text("device_id")?,
+        workstation_id: text("workstation_id")?,
+        credential_id: text("credential_id")?,
+        device_secret: text("device_secret")?,
+        name: text("name")?,
+        enrolled_at_ms: crate::edge::clock::Clock::now_ms(&crate::edge::clock::SystemClock),
+    };
+    if let Err(e) = devices_local::save(&path, &device) {
+        // An enrolled device whose secret is lost would stay listed forever: undo it.
+        let undo = call(&origin, "/devices/revoke-self", "POST", None, Some(&device), args.ca_file.as_ref());
+        anyhow::bail!("cannot store the device credential ({e}); the enrollment was {}", if undo.is_ok() { "revoked" } else { "left behind" });
+    }
+    println!("enrolled {} as {:?} with {origin}", device.device_id, device.name);
+    println!("device secret (shown once; stored 0600 in {}): {}", path.display(), device.device_secret);
+    Ok(())
+}
+
+fn print_pairing(address: &str, code: &str, expires_at_ms: i64) {
+    let expires = time::OffsetDateTime::from_unix_timestamp_nanos(expires_at_ms as i128 * 1_000_000)
+        .ok()
+        .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
+        .unwrap_or_else(|| expires_at_ms.to_string());
+    println!("pairing address: {address}");
+    println!("code: {code}");
+    println!("expires: {expires}");
+    println!("on the new computer run: herdr-mcp worker connect \"{address}\"");
+}
+
+/// Prints a pairing created by the operator on the edge host (`edge init`/`edge pair`).
+pub fn print_local_pairing(origin: &str, p: &super::pairing::Pairing) {
+    print_pairing(&p.address(origin), &p.code, p.expires_at_ms);
+}
+
+fn enrolled(args: &DeviceFileArgs) -> anyhow::Result<LocalDevice> {
+    Ok(devices_local::load(&args.path()?)?)
+}
+
+fn rename(name: &str, args: &DeviceFileArgs) -> anyhow::Result<()> {
+    let me = enrolled(args)?;
+    let body = json!({"workstation_id": me.workstation_id, "name": name});
+    let v = call(&me.edge_origin, "/devices/rename-self", "POST", Some(body), Some(&me), args.ca_file.as_ref())?;
+    println!("renamed {} to {:?}", me.device_id, v.get("name").and_then(Value::as_str).unwrap_or(name));
+    Ok(())
+}
+
+pub fn run_worker(cmd: WorkerCommand) -> anyhow::Result<()> {
+    match cmd {
+        WorkerCommand::Pair { name, ttl, device } => {
+            let me = enrolled(&device)?;
+            let mut body = json!({"ttl_seconds": ttl});
+            if let Some(n) = name {
+                body["name"] = json!(n);
+            }
+            let v = call(&me.edge_origin, "/devices/pairings", "POST", Some(body), Some(&me), device.ca_file.as_ref())?;
+            let origin = v.get("worker_origin").and_then(Value::as_str).unwrap_or(&me.edge_origin);
+            let id = v.get("pairing_id").and_then(Value::as_str).unwrap_or_default();
+            let code = v.get("code").and_then(Value::as_str).unwrap_or_default();
+            print_pairing(&format!("{}/pair#{id}", origin.trim_end_matches('/')), code, v.get("expires_at_ms").and_then(Value::as_i64).unwrap_or(0));
+            Ok(())
+        }
+        WorkerCommand::Connect { address, name, device } => connect(&address, name, &device),
+        WorkerCommand::Rename { name, device } => rename(&name, &device),
+        WorkerCommand::Revoke { device_id, confirm, device } => {
+            if !confirm {
+                anyhow::bail!("revoking {device_id} cannot be undone; run again with --confirm");
+            }
+            let me = enrolled(&device)?;
+            let body = json!({"device_id": device_id, "confirm": true});
+            let v = call(&me.edge_origin, "/devices/revoke", "POST", Some(body), Some(&me), device.ca_file.as_ref())?;
+            println!("{v}");
+            Ok(())
+        }
+    }
+}
+
+pub fn run_device(cmd: DeviceCommand) -> anyhow::Result<()> {
+    match cmd {
+        DeviceCommand::Rename { name, device } => rename(&name, &device),
+        DeviceCommand::List { json, device } => {
+            let me = enrolled(&device)?;
+            let v = call(&me.edge_origin, "/devices", "GET", None, Some(&me), device.ca_file.as_ref())?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&v)?);
+                return Ok(());
+            }
+            println!("{:<31} {:<24} {:<10} {:<8}", "DEVICE", "NAME", "STATUS", "THIS");
+            for d in v.get("devices").and_then(Value::as_array).into_iter().flatten() {
+                let id = d.get("device_id").and_then(Value::as_str).unwrap_or("");
+                println!(
+                    "{:<31} {:<24} {:<10} {:<8}",
+                    id,
+                    d.get("name").and_then(Value::as_str).unwrap_or(""),
+                    d.get("authorization").and_then(Value::as_str).unwrap_or(""),
+                    if id == me.device_id { "*" } else { "" }
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pairing_addresses() {
+        let id = format!("pair_{}", "a".repeat(64));
+        assert_eq!(parse_address(&format!("https://e.example/pair#{id}")).unwrap(), ("https://e.example".into(), id.clone()));
+        assert_eq!(parse_address(&format!("http://127.0.0.1:9/base/pair#{id}")).unwrap(), ("http://127.0.0.1:9/base".into(), id.clone()));
+        for bad in ["https://e.example/pair", "https://e.example/x#pair_1", "nope", "https://e.example/pair#other"] {
+            assert!(parse_address(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! Devices with real processes: `edge init --issuer` prints the first pairing,
+//! `edge serve` runs, `worker connect` on a pty (the code typed at a no-echo
+//! prompt) enrolls a first computer, which then `worker pair`s a second one;
+//! `device list`, `worker rename`, `worker revoke --confirm`, and the revoked
+//! computer's credential refused afterwards.
+
+use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_herdr-mcp");
+const DEADLINE: Duration = Duration::from_secs(30);
+const SCRUBBED_ENV: &[&str] =
+    &["HERDR_MCP_EDGE_DIR", "HERDR_MCP_STATE_DIR", "HERDR_EDGE_ISSUER", "HERDR_MCP_DEVICE_FILE", "HERDR_MCP_EDGE_CA_FILE"];
+
+fn command(home: &Path) -> Command {
+    let mut c = Command::new(BIN);
+    for v in SCRUBBED_ENV {
+        c.env_remove(v);
+    }
+    c.env("HOME", home).env("XDG_CONFIG_HOME", home.join("config")).env("XDG_STATE_HOME", home.join("state"));
+    c
+}
+
+struct Killed(Child);
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn wait_until<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn line_after<'a>(text: &'a str, prefix: &str) -> &'a str {
+    text.lines().find_map(|l| l.strip_prefix(prefix)).unwrap_or_else(|| panic!("no {prefix:?} line in:\n{text}")).trim()
+}
+
+/// Runs `worker connect` on a fresh pty, typing `code` at the prompt. Returns
+/// (exit ok, terminal transcript, stdout).
+fn connect_on_pty(home: &Path, device_file: &Path, address: &str, name: &str, code: &str) -> (bool, String, String) {
+    let pty = nix::pty::openpty(None, None).unwrap();
+    let slave: OwnedFd = pty.slave;
+    let mut cmd = command(home);
+    cmd.args(["worker", "connect", address, "--name", name, "--device-file"])
+        .arg(device_file)
+        .stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    drop(slave);
+    let master = std::fs::File::from(pty.master);
+    let mut writer = master.try_clone().unwrap();
+    let (tx, rx) = mpsc::channel::<Vec<u8>>();
+    let mut reader = master;
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 1024];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut transcript = String::new();
+    let start = Instant::now();
+    while !transcript.contains("Pairing code") {
+        let left = DEADLINE.checked_sub(start.elapsed()).expect("timed out waiting for the code prompt");
+        match rx.recv_timeout(left) {
+            Ok(chunk) => transcript.push_str(&String::from_utf8_lossy(&chunk)),
+            Err(_) => panic!("no code prompt; terminal so far:\n{transcript}"),
+        }
+    }
+    writer.write_all(format!("{code}\n").as_bytes()).unwrap();
+    let status = wait_until("worker connect to exit", || child.try_wait().unwrap());
+    while let Ok(chunk) = rx.recv_timeout(Duration::from_millis(200)) {
+        transcript.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let mut out = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    (status.success(), format!("{transcript}\n[stderr] {err}"), out)
+}
+
+fn run(home: &Path, args: &[&str], device_file: &Path) -> Output {
+    command(home).args(args).arg("--device-file").arg(device_file).output().unwrap()
+}
+
+#[test]
+fn pairing_enrollment_and_revocation_with_real_processes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().to_path_buf();
+    let edge_dir = home.join("edge");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let base = format!("http://127.0.0.1:{port}");
+
+    let init = command(&home).args(["edge", "init", "--issuer", &base, "--edge-dir"]).arg(&edge_dir).output().unwrap();
+    let init_out = String::from_utf8_lossy(&init.stdout).to_string();
+    assert!(init.status.success(), "edge init: {}", String::from_utf8_lossy(&init.stderr));
+    let address = line_after(&init_out, "pairing address:").to_string();
+    let code = line_after(&init_out, "code:").to_string();
+    assert!(address.starts_with(&format!("{base}/pair#pair_")), "{address}");
+    assert_eq!(code.len(), 6);
+
+    let addr_file = home.join("edge.addr");
+    let _edge = Killed(
+        command(&home)
+            .args(["edge", "serve", "--issuer", &base, "--listen", &format!("127.0.0.1:{port}"), "--edge-dir"])
+            .arg(&edge_dir)
+            .arg("--addr-file")
+            .arg(&addr_file)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_until("the edge address file", || std::fs::read_to_string(&addr_file).ok());
+
+    // First computer: a wrong code is refused and nothing is stored.
+    let first: PathBuf = home.join("first").join("device.json");
+    let wrong = format!("{:06}", (code.parse::<u32>().unwrap() + 1) % 1_000_000);
+    let (ok, transcript, _) = connect_on_pty(&home, &first, &address, "first", &wrong);
+    assert!(!ok && transcript.contains("pairing_rejected"), "{transcript}");
+    assert!(!first.exists());
+    // The right code enrolls it; the typed code is not echoed.
+    let (ok, transcript, out) = connect_on_pty(&home, &first, &address, "first", &code);
+    assert!(ok, "{transcript}");
+    assert!(!transcript.contains(&code), "the code was echoed: {transcript}");
+    assert!(out.contains("enrolled dev_"), "{out}");
+    assert_eq!(std::fs::metadata(&first).unwrap().permissions().mode() & 0o777, 0o600);
+    let cred: Value = serde_json::from_str(&std::fs::read_to_string(&first).unwrap()).unwrap();
+    let first_id = cred["device_id"].as_str().unwrap().to_string();
+    assert!(out.contains(cred["device_secret"].as_str().unwrap()), "the secret is shown once: {out}");
+    // The pairing is spent.
+    let again = home.join("again").join("device.json");
+    let (ok, transcript, _) = connect_on_pty(&home, &again, &address, "again", &code);
+    assert!(!ok && transcript.contains("pairing_rejected"), "{transcript}");
+
+    // The first computer pairs a second.
+    let pair = run(&home, &["worker", "pair", "--name", "second", "--ttl", "120"], &first);
+    let pair_out = String::from_utf8_lossy(&pair.stdout).to_string();
+    assert!(pair.status.success(), "worker pair: {}", String::from_utf8_lossy(&pair.stderr));
+    let address2 = line_after(&pair_out, "pairing address:").to_string();
+    let code2 = line_after(&pair_out, "code:").to_string();
+    assert!(pair_out.contains(&format!("herdr-mcp worker connect \"{address2}\"")), "{pair_out}");
+    let second = home.join("second").join("device.json");
+    let (ok, transcript, _) = connect_on_pty(&home, &second, &address2, "second", &code2);
+    assert!(ok, "{transcript}");
+    let second_id = serde_json::from_str::<Value>(&std::fs::read_to_string(&second).unwrap()).unwrap()["device_id"].as_str().unwrap().to_string();
+
+    let rename = run(&home, &["worker", "rename", "desk"], &second);
+    assert!(rename.status.success(), "{}", String::from_utf8_lossy(&rename.stderr));
+    let list = run(&home, &["device", "list", "--json"], &first);
+    assert!(list.status.success(), "{}", String::from_utf8_lossy(&list.stderr));
+    let v: Value = serde_json::from_slice(&list.stdout).unwrap();
+    let names: Vec<(&str, &str)> =
+        v["devices"].as_array().unwrap().iter().map(|d| (d["device_id"].as_str().unwrap(), d["name"].as_str().unwrap())).collect();
+    assert_eq!(names, [(first_id.as_str(), "first"), (second_id.as_str(), "desk")]);
+    assert!(!String::from_utf8_lossy(&list.stdout).contains("devsec_"));
+
+    // Revocation needs --confirm, then the second computer is locked out for good.
+    let no = run(&home, &["worker", "revoke", &second_id], &first);
+    assert!(!no.status.success() && String::from_utf8_lossy(&no.stderr).contains("--confirm"));
+    let yes = run(&home, &["worker", "revoke", &second_id, "--confirm"], &first);
+    assert!(yes.status.success(), "{}", String::from_utf8_lossy(&yes.stderr));
+    let after = run(&home, &["device", "list"], &second);
+    assert!(!after.status.success());
+    assert!(String::from_utf8_lossy(&after.stderr).contains("device_auth_required"), "{}", String::from_utf8_lossy(&after.stderr));
+
+    // The operator can always pair from the edge host itself.
+    let op = command(&home).args(["edge", "pair", "--issuer", &base, "--ttl", "60", "--edge-dir"]).arg(&edge_dir).output().unwrap();
+    assert!(op.status.success(), "{}", String::from_utf8_lossy(&op.stderr));
+    let bad_ttl = command(&home).args(["edge", "pair", "--issuer", &base, "--ttl", "59", "--edge-dir"]).arg(&edge_dir).output().unwrap();
+    assert!(!bad_ttl.status.success() && String::from_utf8_lossy(&bad_ttl.stderr).contains("60"));
+}
