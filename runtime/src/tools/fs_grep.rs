@@ -3,6 +3,7 @@
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use regex::bytes::RegexBuilder;
 use serde_json::{Map, Value, json};
@@ -18,6 +19,9 @@ pub const DEFAULT_MAX_BYTES: u64 = 65_536;
 pub const MAX_BYTES_LIMIT: u64 = 1_048_576;
 /// Longest line text returned per match; longer lines (minified code) are cut.
 pub const MAX_LINE_CHARS: usize = 500;
+/// Longest a search may run. A huge tree or a slow disk ends the search with what
+/// was found so far (`truncated` and `time_limited` true) instead of holding the call.
+pub const TIME_LIMIT: Duration = Duration::from_secs(10);
 /// Compiled-regex size ceiling, so a hostile pattern cannot eat memory.
 const REGEX_SIZE_LIMIT: usize = 1 << 20;
 
@@ -56,6 +60,10 @@ fn schema() -> Value {
 }
 
 fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
+    search(ctx, args, TIME_LIMIT)
+}
+
+fn search(ctx: &ToolContext, args: &Map<String, Value>, time_limit: Duration) -> ToolOutput {
     let pattern = req_str(args, "pattern");
     let source = if bool_arg(args, "regex", false) { pattern.to_string() } else { regex::escape(pattern) };
     let re = match RegexBuilder::new(&source)
@@ -81,7 +89,14 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
     let max_bytes = u64_arg(args, "max_bytes", DEFAULT_MAX_BYTES);
     let mut matches = Vec::new();
     let mut truncated = false;
+    let mut time_limited = false;
+    let deadline = Instant::now() + time_limit;
     for file in files(&resolved.real, &resolved.root) {
+        if Instant::now() >= deadline {
+            time_limited = true;
+            truncated = true;
+            break;
+        }
         if glob.as_ref().is_some_and(|g| !g.is_match(&file.file_name().unwrap_or_default().to_string_lossy())) {
             continue;
         }
@@ -110,14 +125,19 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
             break;
         }
     }
-    ToolOutput::payload(json!({
+    let mut payload = json!({
         "ok": true,
         "root": resolved.real.display().to_string(),
         "count": matches.len(),
         "truncated": truncated,
         "matches": matches,
         "engine": "rust",
-    }))
+    });
+    if time_limited {
+        payload["time_limited"] = json!(true);
+        payload["time_limit_ms"] = json!(time_limit.as_millis() as u64);
+    }
+    ToolOutput::payload(payload)
 }
 
 /// Regular files under `dir` in name order, skipping `.git`, ignored and secret paths.
@@ -159,6 +179,32 @@ fn shorten(line: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// At the limit the search stops before the next file and says so; with time to
+    /// spare it finds everything and does not mention the limit.
+    #[test]
+    fn the_time_limit_cuts_the_search_short_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["a.txt", "b.txt"] {
+            std::fs::write(dir.path().join(name), "needle\n").unwrap();
+        }
+        let ctx = ToolContext::new(
+            crate::runtime_info::RuntimeInfo::new(),
+            crate::policy::Policy::for_tests(vec![dir.path().to_path_buf()]),
+        );
+        let args = json!({"root": dir.path().display().to_string(), "pattern": "needle"});
+        let args = args.as_object().unwrap();
+
+        let cut = search(&ctx, args, Duration::ZERO).payload;
+        assert_eq!(cut["ok"], true, "{cut}");
+        assert_eq!((cut["count"].as_u64(), cut["truncated"].as_bool()), (Some(0), Some(true)), "{cut}");
+        assert_eq!(cut["time_limited"], true);
+        assert_eq!(cut["time_limit_ms"], 0);
+
+        let full = search(&ctx, args, TIME_LIMIT).payload;
+        assert_eq!((full["count"].as_u64(), full["truncated"].as_bool()), (Some(2), Some(false)), "{full}");
+        assert!(full.get("time_limited").is_none(), "{full}");
+    }
 
     #[test]
     fn long_lines_are_cut_at_the_limit() {
