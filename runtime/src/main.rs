@@ -84,6 +84,11 @@ struct ServeArgs {
     /// $XDG_STATE_HOME/herdr-mcp, else ~/.local/state/herdr-mcp]
     #[arg(long, value_name = "DIR", env = "HERDR_MCP_STATE_DIR")]
     state_dir: Option<PathBuf>,
+
+    /// Also hold this computer's link to its edge (as `herdr-mcp link` would),
+    /// using the device credential of `herdr-mcp worker connect`
+    #[arg(long)]
+    link: bool,
 }
 
 fn main() -> ExitCode {
@@ -124,6 +129,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         env("HOME").as_deref(),
     )?;
     server::logging::init(args.log_file.as_deref()).map_err(anyhow::Error::msg)?;
+    // Checked before anything starts, so a missing enrollment is a clear exit.
+    let link = args.link.then(|| herdr_mcp::link::cli::enrolled_config(listen.socket_path.clone())).transpose()?;
     let cwd = std::env::current_dir().map_err(|e| anyhow::anyhow!("cannot read the working directory: {e}"))?;
     let policy = Policy::from_env(&args.roots, &cwd)?;
     let info = RuntimeInfo::new();
@@ -154,6 +161,15 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         if let Some((_, registry)) = &exec {
             // Before serving: orphans of a killed runtime end, its open ledger rows settle.
             herdr_mcp::exec::recover_logged(registry).await;
+        }
+        if let Some(cfg) = link {
+            let stop = shutdown.clone();
+            tokio::spawn(async move {
+                // A refused credential ends the link, not the runtime serving local clients.
+                if let Err(reason) = herdr_mcp::link::run(cfg, stop).await {
+                    tracing::error!("edge link stopped: {reason}");
+                }
+            });
         }
         server::serve(listen, state, shutdown).await
     })

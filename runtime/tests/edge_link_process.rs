@@ -95,29 +95,29 @@ struct Workstation {
     root: PathBuf,
     socket: PathBuf,
     _runtime: Proc,
-    _link: Proc,
+    _link: Option<Proc>,
 }
 
-async fn workstation(home: &Path, devices: &DeviceRegistry, issuer: &str, name: &str, file: &str, via_device_file: bool) -> Workstation {
+#[derive(PartialEq, Clone, Copy)]
+enum Mode {
+    /// `herdr-mcp link --edge --workstation-id --credential-file`.
+    Flags,
+    /// `herdr-mcp link` reading the `worker connect` credential.
+    DeviceFile,
+    /// `herdr-mcp serve --link`: the runtime holds the link itself.
+    ServeLink,
+}
+
+async fn workstation(home: &Path, devices: &DeviceRegistry, issuer: &str, name: &str, file: &str, mode: Mode) -> Workstation {
     let pairing = devices.create_pairing(Some(120), None, "test").unwrap();
     let enrolled = devices.consume_pairing(&pairing.pairing_id, &pairing.code, Some(name)).unwrap();
     let root = home.join(format!("root-{name}"));
     std::fs::create_dir_all(&root).unwrap();
     std::fs::write(root.join(file), format!("this is {name}\n")).unwrap();
     let socket = home.join(format!("{name}.sock"));
-    let runtime = Proc(
-        command(home).args(["serve", "--socket"]).arg(&socket).arg("--root").arg(&root).arg("--state-dir").arg(home.join(format!("state-{name}"))).spawn().unwrap(),
-    );
-    let s = socket.clone();
-    poll("a runtime socket", || std::os::unix::net::UnixStream::connect(&s).ok()).await;
-    let secret_file = home.join(format!("{name}.secret"));
-    std::fs::write(&secret_file, &enrolled.device_secret).unwrap();
-    std::fs::set_permissions(&secret_file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
-    let link_log = home.join(format!("{name}.link.log"));
-    let mut cmd = command(home);
-    if via_device_file {
-        // As `worker connect` leaves it: `link` needs no flags but the socket.
-        let file = home.join(format!("{name}-device.json"));
+    let device_file = home.join(format!("{name}-device.json"));
+    if mode != Mode::Flags {
+        // As `worker connect` leaves it.
         let local = LocalDevice {
             edge_origin: issuer.to_string(),
             device_id: enrolled.device.device_id.clone(),
@@ -127,12 +127,29 @@ async fn workstation(home: &Path, devices: &DeviceRegistry, issuer: &str, name: 
             name: name.to_string(),
             enrolled_at_ms: enrolled.device.enrolled_at_ms,
         };
-        devices_local::save(&file, &local).unwrap();
-        cmd.env(devices_local::PATH_ENV, &file).arg("link");
-    } else {
-        cmd.args(["link", "--edge", issuer, "--workstation-id", &enrolled.device.workstation_id, "--credential-file"]).arg(&secret_file);
+        devices_local::save(&device_file, &local).unwrap();
     }
-    let link = Proc(cmd.arg("--socket").arg(&socket).stderr(std::fs::File::create(&link_log).unwrap()).spawn().unwrap());
+    let link_log = home.join(format!("{name}.link.log"));
+    let mut serve = command(home);
+    serve.args(["serve", "--socket"]).arg(&socket).arg("--root").arg(&root).arg("--state-dir").arg(home.join(format!("state-{name}")));
+    if mode == Mode::ServeLink {
+        serve.env(devices_local::PATH_ENV, &device_file).arg("--link").stderr(std::fs::File::create(&link_log).unwrap());
+    }
+    let runtime = Proc(serve.spawn().unwrap());
+    let secret_file = home.join(format!("{name}.secret"));
+    std::fs::write(&secret_file, &enrolled.device_secret).unwrap();
+    std::fs::set_permissions(&secret_file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let cli_log = home.join(format!("{name}.cli.log"));
+    let mut cmd = command(home);
+    let link = match mode {
+        Mode::DeviceFile => Some(cmd.env(devices_local::PATH_ENV, &device_file).arg("link")),
+        Mode::Flags => Some(
+            cmd.args(["link", "--edge", issuer, "--workstation-id", &enrolled.device.workstation_id, "--credential-file"]).arg(&secret_file),
+        ),
+        Mode::ServeLink => None,
+    }
+    .map(|c| Proc(c.arg("--socket").arg(&socket).stderr(std::fs::File::create(&cli_log).unwrap()).spawn().unwrap()));
+    let link_log = if mode == Mode::ServeLink { link_log } else { cli_log };
     Workstation { device_id: enrolled.device.device_id, secret: enrolled.device_secret, link_log, root: root.canonicalize().unwrap(), socket, _runtime: runtime, _link: link }
 }
 
@@ -158,8 +175,9 @@ async fn separate_processes_edge_two_links_two_runtimes() {
     poll("the edge address file", || std::fs::read_to_string(&addr_file).ok()).await;
     let store = Arc::new(EdgeStore::open(&edge_dir, Arc::new(SystemClock)).unwrap());
     let devices = DeviceRegistry::new(Arc::clone(&store));
-    let a = workstation(home, &devices, &issuer, "left", "left.txt", true).await;
-    let b = workstation(home, &devices, &issuer, "right", "right.txt", false).await;
+    let a = workstation(home, &devices, &issuer, "left", "left.txt", Mode::DeviceFile).await;
+    let b = workstation(home, &devices, &issuer, "right", "right.txt", Mode::Flags).await;
+    let m = workstation(home, &devices, &issuer, "middle", "middle.txt", Mode::ServeLink).await;
 
     let http = Http::new(&issuer);
     let access = bearer(&http, &issuer, &store).await;
@@ -179,7 +197,7 @@ async fn separate_processes_edge_two_links_two_runtimes() {
     loop {
         let listed = call("herdr_devices", json!({})).await;
         let rows = listed["structuredContent"]["devices"].as_array().cloned().unwrap_or_default();
-        if rows.len() == 2 && rows.iter().all(|r| r["connection"] == "online") {
+        if rows.len() == 3 && rows.iter().all(|r| r["connection"] == "online") {
             break;
         }
         assert!(start.elapsed() < DEADLINE, "links never came online: {listed}");
@@ -187,7 +205,7 @@ async fn separate_processes_edge_two_links_two_runtimes() {
     }
     assert_eq!(client.list_all_tools().await.unwrap().len(), 19);
 
-    for (w, file, text) in [(&a, "left.txt", "this is left"), (&b, "right.txt", "this is right")] {
+    for (w, file, text) in [(&a, "left.txt", "this is left"), (&b, "right.txt", "this is right"), (&m, "middle.txt", "this is middle")] {
         let inspect = call("herdr_inspect", json!({"device": w.device_id})).await;
         assert!(inspect["content"][0]["text"].as_str().unwrap().contains(w.root.to_str().unwrap()), "{inspect}");
         let read = call("herdr_fs_read", json!({"device": w.device_id, "path": w.root.join(file)})).await;
@@ -221,6 +239,6 @@ async fn separate_processes_edge_two_links_two_runtimes() {
     let refused = call("herdr_inspect", json!({"device": b.device_id})).await;
     assert_eq!(refused["structuredContent"]["code"], "device_revoked", "{refused}");
     let still = call("herdr_inspect", json!({})).await;
-    assert_ne!(still["isError"], json!(true), "the one remaining device is chosen alone: {still}");
+    assert_eq!(still["structuredContent"]["code"], "device_ambiguous", "left and middle remain: {still}");
     client.cancel().await.ok();
 }

@@ -51,6 +51,21 @@ fn identity(args: &LinkArgs) -> anyhow::Result<(String, String, String)> {
     ))
 }
 
+/// The link of an enrolled computer to its edge, serving the runtime at `socket`
+/// (what `serve --link` runs beside the server).
+pub fn enrolled_config(socket: PathBuf) -> anyhow::Result<LinkConfig> {
+    let path = crate::edge::devices_local::default_path()?;
+    let device = crate::edge::devices_local::load(&path).map_err(|e| anyhow::anyhow!("--link: {e}"))?;
+    Ok(LinkConfig {
+        edge: device.edge_origin,
+        workstation_id: device.workstation_id,
+        secret: device.device_secret,
+        socket,
+        name: None,
+        ca_file: std::env::var_os("HERDR_LINK_CA_FILE").map(PathBuf::from),
+    })
+}
+
 fn read_secret(file: Option<&PathBuf>) -> anyhow::Result<String> {
     use std::os::unix::fs::PermissionsExt;
     let secret = match file {
