@@ -104,6 +104,13 @@ pub struct EdgeServeArgs {
     /// Write the bound address to this file once listening
     #[arg(long, value_name = "FILE")]
     pub addr_file: Option<PathBuf>,
+    /// Serve HTTPS with this PEM certificate chain (needs --tls-key); without it,
+    /// terminate TLS in a reverse proxy in front of a loopback listener
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     #[command(flatten)]
     pub state: StateDirArg,
 }
@@ -166,6 +173,11 @@ pub fn run_edge(cmd: EdgeCommand) -> anyhow::Result<()> {
 
 fn serve(args: EdgeServeArgs) -> anyhow::Result<()> {
     let config = EdgeConfig::new(&args.issuer).map_err(anyhow::Error::msg)?;
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(super::tls::server_config(cert, key)?),
+        _ => None,
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let store = open_store(&args.state.resolve()?)?;
     let orphans = super::forward_pending::settle_orphans(&store)?;
     if orphans > 0 {
@@ -189,14 +201,14 @@ fn serve(args: EdgeServeArgs) -> anyhow::Result<()> {
         crate::server::cancel_on_signals(shutdown.clone())?;
         let addr_file = args.addr_file.clone();
         let _follower = super::link_hub::follow_revocations(Arc::clone(&hub), revocations);
-        super::http::serve(state, args.listen, Some(hub), shutdown, move |addr| {
+        super::http::serve(state, args.listen, Some(hub), tls, shutdown, move |addr| {
             if let Some(f) = addr_file {
                 // Written then renamed, so a poller never reads half an address.
                 let tmp = f.with_extension("tmp");
                 std::fs::write(&tmp, addr.to_string())?;
                 std::fs::rename(&tmp, &f)?;
             }
-            println!("herdr-mcp edge listening on http://{addr}");
+            println!("herdr-mcp edge listening on {scheme}://{addr}");
             std::io::stdout().flush()
         })
         .await

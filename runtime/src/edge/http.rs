@@ -43,10 +43,22 @@ pub fn router_with_links(state: Arc<EdgeState>, links: Option<Arc<super::link_hu
 
 /// Serves until `shutdown`; calls `on_bound` with the real address first (so
 /// `--listen 127.0.0.1:0` works for tests).
+pub async fn serve_plain(
+    state: Arc<EdgeState>,
+    listen: SocketAddr,
+    links: Option<Arc<super::link_hub::LinkHub>>,
+    shutdown: CancellationToken,
+    on_bound: impl FnOnce(SocketAddr) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
+    serve(state, listen, links, None, shutdown, on_bound).await
+}
+
+/// As [`serve_plain`], with built-in TLS when `tls` is given (see [`super::tls`]).
 pub async fn serve(
     state: Arc<EdgeState>,
     listen: SocketAddr,
     links: Option<Arc<super::link_hub::LinkHub>>,
+    tls: Option<Arc<rustls::ServerConfig>>,
     shutdown: CancellationToken,
     on_bound: impl FnOnce(SocketAddr) -> std::io::Result<()>,
 ) -> anyhow::Result<()> {
@@ -65,7 +77,14 @@ pub async fn serve(
             hub.close_all();
         }
     });
-    axum::serve(listener, router_with_links(state, links)).with_graceful_shutdown(shutdown.cancelled_owned()).await?;
+    let app = router_with_links(state, links);
+    match tls {
+        Some(config) => {
+            let listener = super::tls::TlsListener::new(listener, config)?;
+            axum::serve(listener, app).with_graceful_shutdown(shutdown.cancelled_owned()).await?
+        }
+        None => axum::serve(listener, app).with_graceful_shutdown(shutdown.cancelled_owned()).await?,
+    }
     sweeper.abort();
     closer.abort();
     Ok(())

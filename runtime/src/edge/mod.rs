@@ -52,6 +52,7 @@ pub mod relay;
 pub mod pairing;
 pub mod secrets;
 pub mod store;
+pub mod tls;
 pub mod token;
 
 use std::sync::Arc;
