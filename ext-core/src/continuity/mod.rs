@@ -68,7 +68,7 @@ pub mod wake;
 pub use bindings::{BindError, Binding, BindingStatus, BindingView, Bindings, ConvTarget, Moved, TabRef, WorkspaceRef};
 pub use delivery_guard::{Blocked, ComposerAction, DeliveryGuard, DeliveryOutcome, PendingReason, PendingWake};
 pub use handoff::{HandoffError, SeedOutcome, Transfer, TransferStatus, Transfers};
-pub use progress::{ProgressSettings, SettingsError};
+pub use progress::{ProgressSettings, SettingsError, SettingsProblem};
 pub use push_event::{Backoff, Hello, PushEvent, PushStreamError, SettledStatus, SseParser};
 pub use render::{Lang, WakeKind};
 pub use state::{Continuity, ContinuityAction, Settings, Wake, OUTPUT_WAIT_MS};

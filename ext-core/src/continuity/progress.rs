@@ -33,15 +33,34 @@ impl Default for ProgressSettings {
     }
 }
 
+/// Names of the settings as `herdrContinuitySettings` stores them (spec/extension.md §7.3);
+/// errors name the field the same way so the options page can point at it.
+pub const TICK_FIELD: &str = "progressTickSec";
+pub const COOLDOWN_FIELD: &str = "progressFallbackSec";
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SettingsError {
     pub field: &'static str,
-    pub value: u64,
+    /// The refused value as it was given.
+    pub value: String,
+    pub problem: SettingsProblem,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SettingsProblem {
+    /// Not a whole, non-negative number of seconds (empty, decimal, negative, text).
+    NotWholeSeconds,
+    /// A whole number above [`MAX_SETTING_SEC`].
+    OutOfRange,
 }
 
 impl fmt::Display for SettingsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} = {} is out of range (0..={MAX_SETTING_SEC} seconds)", self.field, self.value)
+        match self.problem {
+            SettingsProblem::NotWholeSeconds => write!(f, "{} = \"{}\" is not a whole number of seconds (0..={MAX_SETTING_SEC})", self.field, self.value),
+            SettingsProblem::OutOfRange => write!(f, "{} = {} is out of range (0..={MAX_SETTING_SEC} seconds)", self.field, self.value),
+        }
     }
 }
 
@@ -51,9 +70,27 @@ impl ProgressSettings {
     /// Validated settings from raw Options values (which may be anything a form holds).
     pub fn new(tick_sec: u64, cooldown_sec: u64) -> Result<Self, SettingsError> {
         let check = |field, value: u64| {
-            u32::try_from(value).ok().filter(|v| *v <= MAX_SETTING_SEC).ok_or(SettingsError { field, value })
+            u32::try_from(value).ok().filter(|v| *v <= MAX_SETTING_SEC).ok_or(SettingsError { field, value: value.to_string(), problem: SettingsProblem::OutOfRange })
         };
-        Ok(ProgressSettings { tick_sec: check("progress_tick_sec", tick_sec)?, cooldown_sec: check("progress_cooldown_sec", cooldown_sec)? })
+        Ok(ProgressSettings { tick_sec: check(TICK_FIELD, tick_sec)?, cooldown_sec: check(COOLDOWN_FIELD, cooldown_sec)? })
+    }
+
+    /// Settings from the options form's text fields: digits only (surrounding spaces
+    /// allowed), so "1.5", "-1", "1e3" or an empty field are refused rather than rounded.
+    pub fn from_form(tick: &str, cooldown: &str) -> Result<Self, SettingsError> {
+        let parse = |field, raw: &str| {
+            let digits = raw.trim();
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(SettingsError { field, value: raw.to_string(), problem: SettingsProblem::NotWholeSeconds });
+            }
+            // Too many digits for u64 is still just "too large".
+            Ok(digits.parse::<u64>().unwrap_or(u64::MAX))
+        };
+        ProgressSettings::new(parse(TICK_FIELD, tick)?, parse(COOLDOWN_FIELD, cooldown)?).map_err(|mut e| {
+            // Report what the user typed, not the clamped number.
+            e.value = if e.field == TICK_FIELD { tick } else { cooldown }.trim().to_string();
+            e
+        })
     }
 
     pub fn validate(self) -> Result<Self, SettingsError> {
@@ -247,10 +284,27 @@ mod tests {
         assert!(ProgressSettings::new(0, 0).is_ok());
         assert!(ProgressSettings::new(86_400, 86_400).is_ok());
         let err = ProgressSettings::new(86_401, 10).unwrap_err();
-        assert_eq!(err.field, "progress_tick_sec");
+        assert_eq!(err.field, TICK_FIELD);
         assert!(err.to_string().contains("86401"), "{err}");
-        assert_eq!(ProgressSettings::new(10, u64::MAX).unwrap_err().field, "progress_cooldown_sec");
+        assert_eq!(ProgressSettings::new(10, u64::MAX).unwrap_err().field, COOLDOWN_FIELD);
         assert!(!ProgressSettings::new(0, 5).unwrap().enabled());
+    }
+
+    #[test]
+    fn form_values_are_whole_seconds_within_a_day() {
+        assert_eq!(ProgressSettings::from_form(" 0 ", "86400"), Ok(ProgressSettings { tick_sec: 0, cooldown_sec: 86_400 }));
+        assert_eq!(ProgressSettings::from_form("60", "1200"), Ok(ProgressSettings::default()));
+        let over = ProgressSettings::from_form("86401", "5").unwrap_err();
+        assert_eq!((over.field, over.value.as_str(), over.problem), (TICK_FIELD, "86401", SettingsProblem::OutOfRange));
+        let huge = ProgressSettings::from_form("5", "99999999999999999999999").unwrap_err();
+        assert_eq!((huge.field, huge.value.as_str(), huge.problem), (COOLDOWN_FIELD, "99999999999999999999999", SettingsProblem::OutOfRange));
+        for bad in ["", "  ", "-1", "1.5", "1e3", "+5", "ten", "٣"] {
+            let err = ProgressSettings::from_form(bad, "5").unwrap_err();
+            assert_eq!((err.field, err.problem), (TICK_FIELD, SettingsProblem::NotWholeSeconds), "{bad:?}");
+        }
+        let err = ProgressSettings::from_form("5", "abc").unwrap_err();
+        assert_eq!(err.field, COOLDOWN_FIELD);
+        assert!(err.to_string().contains("\"abc\" is not a whole number"), "{err}");
     }
 
     #[test]

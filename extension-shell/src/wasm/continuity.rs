@@ -28,6 +28,10 @@
 //!   delivery code (`user-typing`, `generating`, `wake-in-flight`, `no_tab`, or why it failed).
 //! - `{type:"h2w_dismiss_pending", id}` → `{ok}`.
 //! - `{type:"h2w_continuity_state"}` → every binding, pending wake, delivery and stream fact.
+//! - `{type:"h2w_continuity_settings"}` → `{ok, progressTickSec, progressFallbackSec, defaults,
+//!   maxSec, stored}` (the values in force; `stored` is the raw `herdrContinuitySettings`).
+//! - `{type:"h2w_set_continuity_settings", progressTickSec, progressFallbackSec}` (form texts)
+//!   → `{ok, settings}` or `{ok:false, error:"invalid-setting", field, problem, detail}`.
 
 use std::cell::RefCell;
 
@@ -35,6 +39,7 @@ use ext_core::continuity::{
     Blocked, BindingView, Continuity, ContinuityAction, DeliveryGuard, DeliveryOutcome, Lang, PendingReason, ProgressSettings, PushEvent, Settings,
     TabRef, Wake, WorkspaceRef,
 };
+use ext_core::continuity::progress::{COOLDOWN_FIELD, DEFAULT_COOLDOWN_SEC, DEFAULT_TICK_SEC, MAX_SETTING_SEC, TICK_FIELD};
 use serde_json::{Map, Value, json};
 
 use super::{continuity_delivery as delivery, continuity_io as cio, continuity_stream as stream, io, store};
@@ -186,14 +191,57 @@ pub fn apply_settings() {
 fn settings() -> Settings {
     let stored = store::get(SETTINGS_KEY).unwrap_or(Value::Null);
     let default = ProgressSettings::default();
-    let tick = stored.get("progressTickSec").and_then(Value::as_u64).unwrap_or(u64::from(default.tick_sec));
-    let cooldown = stored.get("progressFallbackSec").and_then(Value::as_u64).unwrap_or(u64::from(default.cooldown_sec));
+    let tick = stored.get(TICK_FIELD).and_then(Value::as_u64).unwrap_or(u64::from(default.tick_sec));
+    let cooldown = stored.get(COOLDOWN_FIELD).and_then(Value::as_u64).unwrap_or(u64::from(default.cooldown_sec));
     Settings {
         lang: Lang::from_tag(&cio::ui_language()),
         progress: ProgressSettings::new(tick, cooldown).unwrap_or(default),
         round_template: stored.get("roundTemplate").and_then(Value::as_str).map(str::to_string),
         progress_template: stored.get("progressTemplate").and_then(Value::as_str).map(str::to_string),
     }
+}
+
+/// `h2w_continuity_settings`: the stored progress settings (defaults when unset) and limits.
+pub fn settings_view() -> Value {
+    let current = settings().progress;
+    let stored = store::get(SETTINGS_KEY).unwrap_or(Value::Null);
+    json!({
+        "ok": true,
+        TICK_FIELD: current.tick_sec,
+        COOLDOWN_FIELD: current.cooldown_sec,
+        "defaults": { TICK_FIELD: DEFAULT_TICK_SEC, COOLDOWN_FIELD: DEFAULT_COOLDOWN_SEC },
+        "maxSec": MAX_SETTING_SEC,
+        "stored": stored,
+    })
+}
+
+/// `h2w_set_continuity_settings {progressTickSec, progressFallbackSec}` from the options page:
+/// the form's raw texts are validated here (ext-core) and only valid values are stored; other
+/// keys of the stored object (templates) are kept. Refusals name the field.
+pub async fn save_settings(message: &Value) -> Value {
+    let raw = |k: &str| match message.get(k) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => String::new(),
+    };
+    let progress = match ProgressSettings::from_form(&raw(TICK_FIELD), &raw(COOLDOWN_FIELD)) {
+        Ok(p) => p,
+        Err(e) => return json!({ "ok": false, "error": "invalid-setting", "field": e.field, "problem": e.problem, "detail": e.to_string() }),
+    };
+    let mut stored = match store::get(SETTINGS_KEY) {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    stored.insert(TICK_FIELD.into(), json!(progress.tick_sec));
+    stored.insert(COOLDOWN_FIELD.into(), json!(progress.cooldown_sec));
+    let mut items = Map::new();
+    items.insert(SETTINGS_KEY.into(), Value::Object(stored.clone()));
+    if let Err(e) = store::set(items).await {
+        return json!({ "ok": false, "error": "storage-failed", "detail": e });
+    }
+    // onChanged does not fire in the writing context: apply here.
+    apply_settings();
+    json!({ "ok": true, "settings": stored })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -513,6 +561,8 @@ pub fn state() -> Value {
             "fleet": { "agents": s.core.fleet().agents, "workspaces": s.core.fleet().workspaces, "herdrLive": s.core.fleet().herdr_live },
             "stream": stream::status(),
             "guard": s.guard,
+            // The progress settings in force (options changes must reach the core).
+            "progress": s.core.settings().progress,
         })
     })
 }

@@ -144,6 +144,8 @@ async fn route(message: Value, sender: Value) -> Value {
         "h2w_send_pending" if from_extension_page(&sender) => continuity::send_pending(&message).await,
         "h2w_dismiss_pending" if from_extension_page(&sender) => continuity::dismiss_pending(&message),
         "h2w_continuity_state" if from_extension_page(&sender) => continuity::state(),
+        "h2w_continuity_settings" if from_extension_page(&sender) => continuity::settings_view(),
+        "h2w_set_continuity_settings" if from_extension_page(&sender) => continuity::save_settings(&message).await,
         "h2w_handoff_start" if from_extension_page(&sender) => handoff::start_handoff(&message).await,
         "h2w_handoff_cancel" if from_extension_page(&sender) => handoff::cancel(&message),
         "h2w_handoff_state" if from_extension_page(&sender) => handoff::state(),

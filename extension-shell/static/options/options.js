@@ -50,5 +50,36 @@ for (const box of document.querySelectorAll('input[data-site]')) {
     $('site-result').dataset.state = answer?.ok ? `${box.dataset.site}:${box.checked ? 'on' : 'off'}` : 'error';
   });
 }
+// Continuity progress settings: the service worker validates the raw texts (ext-core) and
+// stores them; the page only shows the values in force or the refusal next to its field.
+const settingInputs = { progressTickSec: $('progress-tick'), progressFallbackSec: $('progress-cooldown') };
+
+async function loadContinuitySettings() {
+  const answer = await chrome.runtime.sendMessage({ type: 'h2w_continuity_settings' });
+  if (!answer?.ok) return;
+  for (const [field, input] of Object.entries(settingInputs)) input.value = String(answer[field]);
+  $('continuity-form').dataset.ready = '1';
+}
+
+$('continuity-form').addEventListener('submit', async (event) => {
+  event.preventDefault();
+  const message = { type: 'h2w_set_continuity_settings' };
+  for (const [field, input] of Object.entries(settingInputs)) {
+    message[field] = input.value;
+    input.removeAttribute('aria-invalid');
+  }
+  const answer = await chrome.runtime.sendMessage(message);
+  const result = $('continuity-result');
+  if (answer?.ok) {
+    result.textContent = `Saved: progress tick ${answer.settings.progressTickSec} s, cooldown ${answer.settings.progressFallbackSec} s.`;
+    result.dataset.state = 'saved';
+  } else {
+    settingInputs[answer?.field]?.setAttribute('aria-invalid', 'true');
+    result.textContent = `Not saved: ${answer?.detail ?? answer?.error ?? 'no answer from the service worker'}`;
+    result.dataset.state = 'error';
+  }
+});
+
 $('refresh').addEventListener('click', render);
 render();
+loadContinuitySettings();
