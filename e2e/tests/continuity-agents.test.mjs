@@ -5,7 +5,9 @@
 //       to the bound conversation with Auto on; nothing to an unbound one or one with Auto off;
 //   (b) two agents: the first to settle gives one `partial` wake, the second one `round`;
 //   (c) the user is typing a draft when the wake comes: the draft stays as typed, and the wake
-//       goes out after the user sent theirs.
+//       goes out after the user sent theirs;
+//   (d) working → done back to back (milliseconds apart, nobody waits for the binding to arm),
+//       several rounds: every round wakes exactly once.
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -94,5 +96,25 @@ describe('continuity: Herdr agents wake a bound ChatGPT conversation', () => {
     assert.deepEqual(userTurns(stack, chat).map((t) => (t === draft ? 'draft' : 'wake')), ['draft', 'wake'], 'the user\'s message went first, then the wake');
     await until(async () => (await continuityState(stack)).pending.every((w) => w.conv_key !== chat.convKey), { what: 'the pending wake to be gone' });
     await staysAt(stack, chat, 1);
+  });
+
+  test('(d) working → done back to back: each round wakes exactly once', async () => {
+    await sim.addAgent({ workspace: 'wd', label: 'delta', pane: 'wd-p1', cwd: stack.project, status: 'idle', name: 'claude-delta' });
+    const chat = await openChatGpt(stack);
+    await workspaceOffered(stack, chat, 'delta');
+    await bindInPopup(stack, chat, 'delta', { auto: true });
+    await streamConnected(stack);
+    const rounds = 5;
+    for (let i = 1; i <= rounds; i++) {
+      // No wait between the two: the settle may reach the extension before it saw the agent work.
+      await Promise.all([sim.setStatus('wd-p1', 'working'), sim.setStatus('wd-p1', 'done', `round ${i} finished (marker-d${i})`)]);
+      const wakes = await waitForWakes(stack, chat, i);
+      assert.match(wakes[i - 1], new RegExp(`marker-d${i}\\b`), `round ${i} carries its own output`);
+      await until(async () => {
+        const s = await continuityState(stack);
+        return s.bindings.find((v) => v.binding.conv_key === chat.convKey)?.binding.status === 'idle';
+      }, { what: `the binding to be idle after round ${i}` });
+    }
+    await staysAt(stack, chat, rounds);
   });
 });

@@ -79,6 +79,11 @@ pub struct Continuity {
     /// Settle wakes waiting for their pane's output.
     held: Vec<Held>,
     suppressed: VecDeque<Wake>,
+    /// The bus seq of the newest stream event applied (a stream `hello` restarts it, since
+    /// the bus seq restarts with the runtime). A polled `/push/state` picture older than
+    /// this is stale: applying it would undo those events.
+    #[serde(default)]
+    stream_seq: Option<u64>,
 }
 
 impl Continuity {
@@ -166,12 +171,52 @@ impl Continuity {
     }
 
     /// A fresh `/push/state` picture (after `Resync`, or polled): reconciled like `hello`.
+    ///
+    /// The answer travels apart from the stream, so it can arrive after events that are newer
+    /// than the picture (e.g. the agent's `agent_working`); such a stale picture is dropped —
+    /// reconciling with it would disarm a working binding, and its settle would then wake no one.
     pub fn on_state(&mut self, state: Hello, now_ms: u64) -> Vec<ContinuityAction> {
+        if let (Some(picture), Some(applied)) = (state.seq, self.stream_seq)
+            && picture < applied
+        {
+            return Vec::new();
+        }
         self.on_push_event(PushEvent::Hello(state), now_ms)
+    }
+
+    /// A stream `hello` the shell does not reconcile with (Herdr not live yet) still tells
+    /// where the bus seq stands: a restarted runtime counts from the start again, and its
+    /// polled pictures must not be taken for stale.
+    pub fn on_unreconciled_hello(&mut self, hello: &Hello) {
+        self.stream_seq = hello.seq;
+    }
+
+    fn note_stream_seq(&mut self, event: &PushEvent) {
+        let seq = match event {
+            PushEvent::Hello(h) => {
+                self.stream_seq = h.seq;
+                return;
+            }
+            PushEvent::AgentWorking { seq, .. }
+            | PushEvent::AgentSettled { seq, .. }
+            | PushEvent::AgentOutput { seq, .. }
+            | PushEvent::AgentGone { seq, .. }
+            | PushEvent::ExecCompleted { seq, .. } => *seq,
+            PushEvent::Lagged { .. } => None,
+        };
+        if seq.is_some() {
+            self.stream_seq = self.stream_seq.max(seq);
+        }
     }
 
     /// One event of the push stream.
     pub fn on_push_event(&mut self, event: PushEvent, now_ms: u64) -> Vec<ContinuityAction> {
+        self.note_stream_seq(&event);
+        // Whether the picture had this pane working before its settle is applied below.
+        let pane_was_working = match &event {
+            PushEvent::AgentSettled { pane, .. } => self.fleet.agents.get(pane).is_some_and(|a| a.is_working()),
+            _ => false,
+        };
         self.fleet.apply(&event);
         let mut decisions: Vec<(String, WakeDecision)> = Vec::new();
         match &event {
@@ -208,6 +253,12 @@ impl Continuity {
                 let settings = self.settings.progress;
                 for b in self.bindings.iter_mut().filter(|b| ws.is_some() && b.workspace.herdr_id() == ws.as_deref()) {
                     let was_working = b.status == BindingStatus::Working;
+                    // The binding missed this pane's agent_working (e.g. it came without a
+                    // workspace) but the runtime's picture shows the agent worked: the settle
+                    // ends a round all the same (spec §7.2). Its key still wakes only once.
+                    if pane_was_working && !was_working {
+                        wake::on_working(b, pane);
+                    }
                     if let Some(d) = wake::on_settled(b, pane, &agent, *status, &key, &still_working, now_ms) {
                         self.held.push(Held { binding_key: b.key.clone(), decision: d, deadline_ms: now_ms.saturating_add(OUTPUT_WAIT_MS) });
                     }

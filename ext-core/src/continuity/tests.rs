@@ -272,5 +272,91 @@ fn a_round_first_seen_through_a_settle_is_armed_for_progress() {
     assert_eq!(b.status, BindingStatus::Working, "p2 still works");
     assert_eq!(b.progress.next_tick_at_ms, 61_000, "progress armed at the settle");
     c.on_push_event(settled("p2", 6), 2_000);
-    assert_eq!(wakes(&c.on_tick(2_000 + OUTPUT_WAIT_MS)).len(), 1, "the round is reported");
+    // The picture showed both at work, so p1's settle is a partial finish and p2's the round.
+    let actions = c.on_tick(2_000 + OUTPUT_WAIT_MS);
+    assert_eq!(wakes(&actions).iter().map(|w| w.kind).collect::<Vec<_>>(), [WakeKind::Partial, WakeKind::Round]);
+}
+
+fn picture(status: &str, seq: u64) -> Hello {
+    Hello {
+        agents: vec![AgentInfo {
+            pane: Some("p1".into()),
+            status: Some(status.into()),
+            workspace: Some("w1".into()),
+            name: Some("agent-p1".into()),
+            // Herdr's own seq as the runtime's picture carries it: unchanged between rounds.
+            seq: Some("3".into()),
+            ..Default::default()
+        }],
+        workspaces: vec![WorkspaceInfo { id: "w1".into(), label: Some("alpha".into()), ..Default::default() }],
+        herdr_live: true,
+        seq: Some(seq),
+    }
+}
+
+fn seq_working(pane: &str, seq: u64) -> PushEvent {
+    PushEvent::AgentWorking { workspace: Some("w1".into()), pane: pane.into(), agent: Some(format!("agent-{pane}")), seq: Some(seq) }
+}
+
+/// working → done within milliseconds while a polled `/push/state` (taken before the agent
+/// started) is still on its way: its answer lands between `agent_working` and
+/// `agent_settled`. It must not disarm the binding — every round wakes once, with its output.
+#[test]
+fn a_polled_picture_older_than_the_stream_events_does_not_swallow_the_settle() {
+    let mut c = bound(true);
+    c.on_push_event(PushEvent::Hello(picture("idle", 1)), 0);
+    let mut bus = 1;
+    for round in 1..=3u64 {
+        let taken_at = bus;
+        bus += 1;
+        assert!(c.on_push_event(seq_working("p1", bus), round * 1_000).is_empty());
+        assert!(c.on_state(picture("idle", taken_at), round * 1_000 + 1).is_empty(), "round {round}: a stale picture changes nothing");
+        assert_eq!(c.list()[0].binding.status, BindingStatus::Working, "round {round}");
+        bus += 1;
+        c.on_push_event(settled("p1", bus), round * 1_000 + 2);
+        bus += 1;
+        let actions = c.on_push_event(output("p1", &format!("round {round} done")), round * 1_000 + 3);
+        let w = wakes(&actions);
+        assert_eq!(w.len(), 1, "round {round}: {actions:?}");
+        assert!(w[0].text.contains(&format!("round {round} done")), "{}", w[0].text);
+        assert_eq!(c.list()[0].binding.status, BindingStatus::Idle);
+    }
+    // A picture as new as the stream is still taken (it is how a missed settle is found).
+    let actions = c.on_state(picture("working", bus), 10_000);
+    assert!(actions.is_empty());
+    assert_eq!(c.list()[0].binding.status, BindingStatus::Working);
+    // The runtime restarts (its bus counts from 0 again) before Herdr is live: its pictures
+    // are not stale, so the settle missed meanwhile is found.
+    c.on_unreconciled_hello(&Hello { herdr_live: false, seq: Some(0), ..Default::default() });
+    let w = c.on_state(picture("done", 1), 20_000);
+    assert_eq!(wakes(&w).len(), 1, "{w:?}");
+}
+
+/// A settle whose `agent_working` the binding never saw (it came without a workspace, so it
+/// could not be scoped) still ends the round when the picture shows the agent working — once.
+#[test]
+fn a_settle_without_a_seen_working_wakes_when_the_picture_shows_the_agent_working() {
+    let mut c = bound(true);
+    c.on_push_event(PushEvent::Hello(picture("idle", 1)), 0);
+    let unscoped = PushEvent::AgentWorking { workspace: None, pane: "p2".into(), agent: None, seq: Some(2) };
+    assert!(c.on_push_event(unscoped, 10).is_empty());
+    assert_eq!(c.list()[0].binding.status, BindingStatus::Idle, "the binding could not tell p2 was its agent");
+    let settle = PushEvent::AgentSettled {
+        workspace: Some("w1".into()),
+        pane: "p2".into(),
+        agent: Some("agent-p2".into()),
+        status: SettledStatus::Done,
+        seq: Some(3),
+        at: None,
+    };
+    c.on_push_event(settle.clone(), 20);
+    let w = wakes(&c.on_push_event(output("p2", "p2 finished"), 30)).into_iter().cloned().collect::<Vec<_>>();
+    assert_eq!(w.len(), 1);
+    assert!(w[0].text.contains("p2 finished"), "{}", w[0].text);
+    // Never twice: the same settle again, or a settle of an agent the picture never saw working.
+    assert!(c.on_push_event(settle, 40).is_empty());
+    assert!(c.on_tick(40 + OUTPUT_WAIT_MS).is_empty());
+    let idle_settle = settled("p1", 5);
+    assert!(c.on_push_event(idle_settle, 50).is_empty());
+    assert!(c.on_tick(50 + OUTPUT_WAIT_MS).is_empty(), "p1 was idle in the picture: no round to end");
 }

@@ -110,6 +110,7 @@ pub fn on_event(event: PushEvent) {
     {
         // A runtime that has not reached Herdr yet shows no agents; taken as the truth, that
         // would look like every working agent stopped. Wait for a live picture instead.
+        STATE.with(|s| s.borrow_mut().core.on_unreconciled_hello(hello));
         wait_for_live_picture();
         return;
     }
