@@ -124,10 +124,10 @@ async fn authorize(State(s): State<Arc<EdgeState>>, RawQuery(raw): RawQuery, hea
         Err(m) => return oauth_error(400, "invalid_request", &m),
     };
     let client_id = q.get("client_id").map(String::as_str).unwrap_or("");
-    let client = match s.store.read(|tx| load_client(tx, client_id)) {
+    let client = match super::cimd::resolve_client(&s, client_id).await {
         Ok(Some(c)) => c,
         Ok(None) => return oauth_error(400, "invalid_request", "unknown client_id"),
-        Err(e) => return internal_error("cannot read the client", e),
+        Err(e) => return super::cimd::error_response(e, 400),
     };
     if !client.allows_code_grant() {
         return oauth_error(400, "unauthorized_client", "client is not registered for the authorization_code grant");

@@ -85,7 +85,7 @@ pub fn routes() -> Router<Arc<EdgeState>> {
 
 /// Accepted redirect URIs: absolute, no fragment; https anywhere, http only to
 /// loopback, or a private-use scheme (native apps, RFC 8252 §7.1).
-fn check_redirect_uri(uri: &str) -> Result<(), String> {
+pub fn check_redirect_uri(uri: &str) -> Result<(), String> {
     let url = url::Url::parse(uri).map_err(|e| format!("redirect_uri {uri:?} is not an absolute URL: {e}"))?;
     if url.fragment().is_some() {
         return Err(format!("redirect_uri {uri:?} must not have a fragment"));

@@ -25,11 +25,12 @@ pub fn as_metadata(c: &EdgeConfig) -> Value {
         "scopes_supported": [SCOPE],
         "response_types_supported": ["code"],
         "grant_types_supported": ["authorization_code", "refresh_token"],
-        // Only what /oauth/token really accepts; `private_key_jwt` and Client ID Metadata
-        // Documents are advertised once they are implemented.
+        // Only what /oauth/token really accepts; `private_key_jwt` is advertised once
+        // it is implemented.
         "token_endpoint_auth_methods_supported": ["none", "client_secret_post"],
         "code_challenge_methods_supported": ["S256"],
         "authorization_response_iss_parameter_supported": true,
+        "client_id_metadata_document_supported": true,
         "protected_resources": [c.resource],
     })
 }

@@ -5,7 +5,8 @@
 //! - [`store`]: SQLite state (`edge.db`) and the pepper file; [`clock`]: injectable time;
 //!   [`secrets`]: randomness, hashing, HMAC, PKCE.
 //! - [`discovery`]: RFC 8414 / RFC 9728 metadata and `/.well-known/mcp.json`.
-//! - [`dcr`]: dynamic client registration (RFC 7591).
+//! - [`dcr`]: dynamic client registration (RFC 7591); [`cimd`] (+ `_fetch`): Client ID
+//!   Metadata Documents, fetched under the SSRF rules.
 //! - [`authorize`]: `/oauth/authorize` and the pending-approval records; [`approval_page`]: its HTML.
 //! - [`token`]: `/oauth/token`, codes and token rotation; bearer verification.
 //! - [`connectors`]: approve / list / revoke / cancel and the inactivity sweep.
@@ -28,6 +29,8 @@
 
 pub mod approval_page;
 pub mod authorize;
+pub mod cimd;
+pub mod cimd_fetch;
 pub mod cli;
 pub mod clock;
 pub mod connectors;

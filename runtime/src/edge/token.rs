@@ -23,7 +23,6 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use serde_json::json;
 
 use super::authorize::AuthRequest;
-use super::dcr::load_client;
 use super::http::{flat_params, internal_error, json_response, oauth_error, read_body};
 use super::secrets::{hash_opaque, pkce_s256_matches, random_b64, same};
 use super::store::EdgeStore;
@@ -106,10 +105,10 @@ async fn token(State(s): State<Arc<EdgeState>>, headers: HeaderMap, body: Body) 
     let Some(client_id) = client_id else {
         return oauth_error(401, "invalid_client", "client_id is required");
     };
-    let client = match s.store.read(|tx| load_client(tx, &client_id)) {
+    let client = match super::cimd::resolve_client(&s, &client_id).await {
         Ok(Some(c)) => c,
         Ok(None) => return oauth_error(401, "invalid_client", "unknown client"),
-        Err(e) => return internal_error("cannot read the client", e),
+        Err(e) => return super::cimd::error_response(e, 401),
     };
     if client.auth_method == "client_secret_post" {
         let ok = match (&secret, &client.secret_hash) {
