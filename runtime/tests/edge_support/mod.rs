@@ -177,16 +177,21 @@ pub const T0: i64 = 1_800_000_000_000;
 
 impl InProc {
     pub async fn start() -> Self {
-        Self::start_inner(None).await.0
+        Self::start_inner(None, false).await.0
+    }
+
+    /// An edge whose test-only switch lets Client ID Metadata Documents live on loopback.
+    pub async fn start_loopback_cimd() -> Self {
+        Self::start_inner(None, true).await.0
     }
 
     /// An edge whose `/mcp` forwards over workstation links authenticated by `auth`.
     pub async fn start_linked(auth: Arc<dyn LinkAuthenticator>) -> (Self, Arc<LinkHub>) {
-        let (edge, hub) = Self::start_inner(Some(auth)).await;
+        let (edge, hub) = Self::start_inner(Some(auth), false).await;
         (edge, hub.expect("a linked edge has a hub"))
     }
 
-    async fn start_inner(auth: Option<Arc<dyn LinkAuthenticator>>) -> (Self, Option<Arc<LinkHub>>) {
+    async fn start_inner(auth: Option<Arc<dyn LinkAuthenticator>>, allow_loopback_cimd: bool) -> (Self, Option<Arc<LinkHub>>) {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("edge");
         EdgeStore::init(&dir).unwrap();
@@ -208,7 +213,7 @@ impl InProc {
             store: Arc::clone(&store),
             router,
             devices: Arc::clone(&devices),
-            allow_loopback_cimd: false,
+            allow_loopback_cimd,
         });
         let shutdown = CancellationToken::new();
         let stop = shutdown.clone();
