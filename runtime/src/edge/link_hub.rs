@@ -226,8 +226,10 @@ impl LinkHub {
         lock(&self.tombstones).insert(workstation_id.to_string());
         let conn = lock(&self.links).remove(workstation_id);
         if let Some(conn) = conn {
-            conn.close(relay::close::DEVICE_REVOKED, "device revoked");
+            // Settle first: once the close goes out, the socket task sees the link end and
+            // would settle the same requests as an ordinary drop (delivery_uncertain).
             conn.drop_all(true);
+            conn.close(relay::close::DEVICE_REVOKED, "device revoked");
         }
         self.changed.notify_waiters();
     }
@@ -236,8 +238,8 @@ impl LinkHub {
     pub fn close_all(&self) {
         let all: Vec<Arc<LinkConn>> = lock(&self.links).drain().map(|(_, c)| c).collect();
         for c in all {
-            c.close(relay::close::GOING_AWAY, "the edge is shutting down");
             c.drop_all(false);
+            c.close(relay::close::GOING_AWAY, "the edge is shutting down");
         }
     }
 
