@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 use super::EdgeState;
 use super::http::{internal_error, oauth_error};
 use super::cimd_fetch::{check_url, fetch, is_metadata_url};
-use super::dcr::{Client, MAX_CLIENT_NAME_CHARS, MAX_REDIRECT_URI_CHARS, MAX_REDIRECT_URIS, UNAPPROVED_TTL_MS, check_redirect_uri, load_client};
+use super::dcr::{Client, ClientFields, UNAPPROVED_TTL_MS, client_fields, load_client};
 
 pub const AUTH_SOURCE: &str = "cimd";
 /// How long a fetched document is trusted before the next request refetches it.
@@ -58,41 +58,7 @@ pub fn parse_document(client_id: &str, body: &[u8]) -> Result<Client, String> {
         Some(Value::String(m)) if m == "none" => {}
         Some(_) => return Err("token_endpoint_auth_method must be \"none\"".into()),
     }
-    let uris = match obj.get("redirect_uris") {
-        Some(Value::Array(a)) if !a.is_empty() => a,
-        _ => return Err("redirect_uris is required: a non-empty array of URLs".into()),
-    };
-    if uris.len() > MAX_REDIRECT_URIS {
-        return Err(format!("at most {MAX_REDIRECT_URIS} redirect_uris are accepted"));
-    }
-    let mut redirect_uris = Vec::with_capacity(uris.len());
-    for u in uris {
-        let s = u.as_str().ok_or("redirect_uris entries must be strings")?;
-        if s.chars().count() > MAX_REDIRECT_URI_CHARS {
-            return Err(format!("a redirect_uri exceeds {MAX_REDIRECT_URI_CHARS} characters"));
-        }
-        check_redirect_uri(s)?;
-        redirect_uris.push(s.to_string());
-    }
-    let client_name = match obj.get("client_name") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if s.chars().count() <= MAX_CLIENT_NAME_CHARS && !s.chars().any(char::is_control) => Some(s.clone()),
-        Some(_) => return Err(format!("client_name must be a string of at most {MAX_CLIENT_NAME_CHARS} characters")),
-    };
-    let grant_types = match obj.get("grant_types") {
-        None | Some(Value::Null) => vec!["authorization_code".to_string(), "refresh_token".to_string()],
-        Some(Value::Array(a)) => {
-            let mut g: Vec<String> = a
-                .iter()
-                .filter_map(Value::as_str)
-                .filter(|g| matches!(*g, "authorization_code" | "refresh_token"))
-                .map(str::to_string)
-                .collect();
-            g.dedup();
-            g
-        }
-        Some(_) => return Err("grant_types must be an array".into()),
-    };
+    let ClientFields { redirect_uris, client_name, grant_types } = client_fields(&obj).map_err(|e| e.message)?;
     Ok(Client {
         client_id: client_id.to_string(),
         secret_hash: None,
@@ -185,6 +151,7 @@ fn store_client(s: &EdgeState, c: &Client, now: i64) -> Result<(), CimdError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::edge::dcr::{MAX_REDIRECT_URI_CHARS, MAX_REDIRECT_URIS};
 
     const URL: &str = "https://app.example.com/client.json";
 

@@ -131,29 +131,63 @@ fn parse_metadata(headers: &HeaderMap, body: &[u8]) -> Result<Metadata, Box<Resp
         }
         o
     };
+    let ClientFields { redirect_uris, client_name, grant_types } = client_fields(&obj).map_err(|e| {
+        let code = if e.bad_redirect_uri { "invalid_redirect_uri" } else { "invalid_client_metadata" };
+        Box::new(oauth_error(400, code, &e.message))
+    })?;
+    let auth_method = match obj.get("token_endpoint_auth_method").and_then(Value::as_str) {
+        Some("client_secret_post") => "client_secret_post",
+        _ => "none",
+    };
+    Ok(Metadata { redirect_uris, client_name, grant_types, auth_method: auth_method.to_string() })
+}
+
+/// The client fields that registration (DCR) and metadata documents (CIMD) share.
+pub(crate) struct ClientFields {
+    pub redirect_uris: Vec<String>,
+    pub client_name: Option<String>,
+    pub grant_types: Vec<String>,
+}
+
+/// Why a shared client field was refused. `bad_redirect_uri` marks a URI that breaks the
+/// redirect rules, which DCR reports as `invalid_redirect_uri`.
+pub(crate) struct FieldError {
+    pub message: String,
+    pub bad_redirect_uri: bool,
+}
+
+impl From<String> for FieldError {
+    fn from(message: String) -> Self {
+        FieldError { message, bad_redirect_uri: false }
+    }
+}
+
+/// Checks `redirect_uris`, `client_name` and `grant_types` the same way for every
+/// kind of client, so a metadata document cannot slip past a rule DCR enforces.
+pub(crate) fn client_fields(obj: &Map<String, Value>) -> Result<ClientFields, FieldError> {
     let uris = match obj.get("redirect_uris") {
         Some(Value::Array(a)) if !a.is_empty() => a,
-        _ => return Err(bad("redirect_uris is required: a non-empty array of URLs")),
+        _ => return Err("redirect_uris is required: a non-empty array of URLs".to_string().into()),
     };
     if uris.len() > MAX_REDIRECT_URIS {
-        return Err(bad(&format!("at most {MAX_REDIRECT_URIS} redirect_uris are accepted")));
+        return Err(format!("at most {MAX_REDIRECT_URIS} redirect_uris are accepted").into());
     }
     let mut redirect_uris = Vec::with_capacity(uris.len());
     for u in uris {
-        let Some(s) = u.as_str() else { return Err(bad("redirect_uris entries must be strings")) };
+        let Some(s) = u.as_str() else { return Err("redirect_uris entries must be strings".to_string().into()) };
         if s.chars().count() > MAX_REDIRECT_URI_CHARS {
-            return Err(bad(&format!("a redirect_uri exceeds {MAX_REDIRECT_URI_CHARS} characters")));
+            return Err(format!("a redirect_uri exceeds {MAX_REDIRECT_URI_CHARS} characters").into());
         }
-        check_redirect_uri(s).map_err(|m| Box::new(oauth_error(400, "invalid_redirect_uri", &m)))?;
+        check_redirect_uri(s).map_err(|message| FieldError { message, bad_redirect_uri: true })?;
         redirect_uris.push(s.to_string());
     }
     let client_name = match obj.get("client_name") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) if s.chars().count() <= MAX_CLIENT_NAME_CHARS && !s.chars().any(char::is_control) => Some(s.clone()),
         Some(Value::String(_)) => {
-            return Err(bad(&format!("client_name must be at most {MAX_CLIENT_NAME_CHARS} characters without control characters")));
+            return Err(format!("client_name must be at most {MAX_CLIENT_NAME_CHARS} characters without control characters").into());
         }
-        Some(_) => return Err(bad("client_name must be a string")),
+        Some(_) => return Err("client_name must be a string".to_string().into()),
     };
     let grant_types = match obj.get("grant_types") {
         None | Some(Value::Null) => vec!["authorization_code".to_string(), "refresh_token".to_string()],
@@ -167,13 +201,9 @@ fn parse_metadata(headers: &HeaderMap, body: &[u8]) -> Result<Metadata, Box<Resp
             g.dedup();
             g
         }
-        Some(_) => return Err(bad("grant_types must be an array")),
+        Some(_) => return Err("grant_types must be an array".to_string().into()),
     };
-    let auth_method = match obj.get("token_endpoint_auth_method").and_then(Value::as_str) {
-        Some("client_secret_post") => "client_secret_post",
-        _ => "none",
-    };
-    Ok(Metadata { redirect_uris, client_name, grant_types, auth_method: auth_method.to_string() })
+    Ok(ClientFields { redirect_uris, client_name, grant_types })
 }
 
 async fn register(State(s): State<Arc<EdgeState>>, headers: HeaderMap, body: Body) -> Response {
