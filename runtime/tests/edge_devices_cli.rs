@@ -4,15 +4,15 @@
 //! `device list`, `worker rename`, `worker revoke --confirm`, and the revoked
 //! computer's credential refused afterwards.
 
-use std::io::{Read, Write};
-use std::os::fd::OwnedFd;
+#[path = "edge_support/pty.rs"]
+mod pty;
+
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use pty::PtySession;
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_herdr-mcp");
@@ -55,56 +55,12 @@ fn line_after<'a>(text: &'a str, prefix: &str) -> &'a str {
 /// Runs `worker connect` on a fresh pty, typing `code` at the prompt. Returns
 /// (exit ok, terminal transcript, stdout).
 fn connect_on_pty(home: &Path, device_file: &Path, address: &str, name: &str, code: &str) -> (bool, String, String) {
-    let pty = nix::pty::openpty(None, None).unwrap();
-    let slave: OwnedFd = pty.slave;
     let mut cmd = command(home);
-    cmd.args(["worker", "connect", address, "--name", name, "--device-file"])
-        .arg(device_file)
-        .stdin(Stdio::from(slave.try_clone().unwrap()))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().unwrap();
-    drop(slave);
-    let master = std::fs::File::from(pty.master);
-    let mut writer = master.try_clone().unwrap();
-    let (tx, rx) = mpsc::channel::<Vec<u8>>();
-    let mut reader = master;
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 1024];
-        while let Ok(n) = reader.read(&mut buf) {
-            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
-                break;
-            }
-        }
-    });
-    let mut transcript = String::new();
-    let start = Instant::now();
-    while !transcript.contains("Pairing code") {
-        let left = DEADLINE.checked_sub(start.elapsed()).expect("timed out waiting for the code prompt");
-        match rx.recv_timeout(left) {
-            Ok(chunk) => transcript.push_str(&String::from_utf8_lossy(&chunk)),
-            Err(_) => panic!("no code prompt; terminal so far:\n{transcript}"),
-        }
-    }
-    writer.write_all(format!("{code}\n").as_bytes()).unwrap();
-    let status = wait_until("worker connect to exit", || child.try_wait().unwrap());
-    while let Ok(chunk) = rx.recv_timeout(Duration::from_millis(200)) {
-        transcript.push_str(&String::from_utf8_lossy(&chunk));
-    }
-    let mut out = String::new();
-    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-    let mut err = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-    (status.success(), format!("{transcript}\n[stderr] {err}"), out)
+    cmd.args(["worker", "connect", address, "--name", name, "--device-file"]).arg(device_file);
+    let mut pty = PtySession::spawn(cmd, DEADLINE);
+    pty.wait_for_prompt("Pairing code", 1);
+    pty.type_line(code);
+    pty.finish("worker connect")
 }
 
 fn run(home: &Path, args: &[&str], device_file: &Path) -> Output {

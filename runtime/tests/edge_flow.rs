@@ -6,16 +6,17 @@
 //! `connector revoke`.
 
 mod edge_support;
+#[path = "edge_support/pty.rs"]
+mod pty;
 
-use std::io::{Read, Write};
-use std::os::fd::OwnedFd;
+use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use edge_support::*;
+use pty::PtySession;
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_herdr-mcp");
@@ -118,61 +119,14 @@ impl Setup {
     /// Runs `connector approve` on a fresh pty (its controlling terminal), typing
     /// each of `codes` at the prompt. Returns (exit ok, terminal transcript, stdout).
     fn approve_on_pty(&self, request_id: &str, codes: &[&str]) -> (bool, String, String) {
-        let pty = nix::pty::openpty(None, None).unwrap();
-        let slave: OwnedFd = pty.slave;
         let mut cmd = command(self.tmp.path());
-        cmd.args(["connector", "approve", request_id, "--socket"])
-            .arg(&self.socket)
-            .arg("--edge-dir")
-            .arg(&self.edge_dir)
-            .stdin(Stdio::from(slave.try_clone().unwrap()))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        // SAFETY: only async-signal-safe calls between fork and exec.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let mut child = cmd.spawn().unwrap();
-        drop(slave);
-        let master = std::fs::File::from(pty.master);
-        let mut writer = master.try_clone().unwrap();
-        let (tx, rx) = mpsc::channel::<Vec<u8>>();
-        let mut reader = master;
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 1024];
-            while let Ok(n) = reader.read(&mut buf) {
-                if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut transcript = String::new();
-        let start = Instant::now();
+        cmd.args(["connector", "approve", request_id, "--socket"]).arg(&self.socket).arg("--edge-dir").arg(&self.edge_dir);
+        let mut pty = PtySession::spawn(cmd, DEADLINE);
         for (i, code) in codes.iter().enumerate() {
-            let prompts_needed = i + 1;
-            while transcript.matches("Enter the 6-digit code").count() < prompts_needed {
-                let left = DEADLINE.checked_sub(start.elapsed()).expect("timed out waiting for the code prompt");
-                match rx.recv_timeout(left) {
-                    Ok(chunk) => transcript.push_str(&String::from_utf8_lossy(&chunk)),
-                    Err(_) => panic!("no code prompt; terminal so far:\n{transcript}"),
-                }
-            }
-            writer.write_all(format!("{code}\n").as_bytes()).unwrap();
+            pty.wait_for_prompt("Enter the 6-digit code", i + 1);
+            pty.type_line(code);
         }
-        let status = wait_until("connector approve to exit", || child.try_wait().unwrap());
-        while let Ok(chunk) = rx.recv_timeout(Duration::from_millis(200)) {
-            transcript.push_str(&String::from_utf8_lossy(&chunk));
-        }
-        let mut out = String::new();
-        child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-        let mut err = String::new();
-        child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-        (status.success(), format!("{transcript}\n[stderr] {err}"), out)
+        pty.finish("connector approve")
     }
 }
 
