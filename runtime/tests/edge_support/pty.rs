@@ -59,9 +59,25 @@ impl PtySession {
             let left = self.deadline.checked_sub(self.started.elapsed()).expect("timed out waiting for the code prompt");
             match self.rx.recv_timeout(left) {
                 Ok(chunk) => self.transcript.push_str(&String::from_utf8_lossy(&chunk)),
-                Err(_) => panic!("no code prompt; terminal so far:\n{}", self.transcript),
+                Err(_) => {
+                    let err = self.stderr_if_exited();
+                    panic!("no {prompt:?} prompt; terminal so far:\n{}\n[stderr] {err}", self.transcript)
+                }
             }
         }
+    }
+
+    /// The command's stderr when it has already exited (it usually says why it
+    /// never prompted); nothing while it still runs, as reading would block.
+    fn stderr_if_exited(&mut self) -> String {
+        if !matches!(self.child.try_wait(), Ok(Some(_))) {
+            return "(still running)".into();
+        }
+        let mut err = String::new();
+        if let Some(mut pipe) = self.child.stderr.take() {
+            pipe.read_to_string(&mut err).ok();
+        }
+        err
     }
 
     pub fn type_line(&mut self, line: &str) {
