@@ -4,53 +4,18 @@
 //! `device list`, `worker rename`, `worker revoke --confirm`, and the revoked
 //! computer's credential refused afterwards.
 
+#[path = "edge_support/procs.rs"]
+mod procs;
 #[path = "edge_support/pty.rs"]
 mod pty;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
 
+use procs::{DEADLINE, EdgeProcess, command, line_after};
 use pty::PtySession;
 use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_herdr-mcp");
-const DEADLINE: Duration = Duration::from_secs(30);
-const SCRUBBED_ENV: &[&str] =
-    &["HERDR_MCP_EDGE_DIR", "HERDR_MCP_STATE_DIR", "HERDR_EDGE_ISSUER", "HERDR_MCP_DEVICE_FILE", "HERDR_MCP_EDGE_CA_FILE"];
-
-fn command(home: &Path) -> Command {
-    let mut c = Command::new(BIN);
-    for v in SCRUBBED_ENV {
-        c.env_remove(v);
-    }
-    c.env("HOME", home).env("XDG_CONFIG_HOME", home.join("config")).env("XDG_STATE_HOME", home.join("state"));
-    c
-}
-
-struct Killed(Child);
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn wait_until<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn line_after<'a>(text: &'a str, prefix: &str) -> &'a str {
-    text.lines().find_map(|l| l.strip_prefix(prefix)).unwrap_or_else(|| panic!("no {prefix:?} line in:\n{text}")).trim()
-}
 
 /// Runs `worker connect` on a fresh pty, typing `code` at the prompt. Returns
 /// (exit ok, terminal transcript, stdout).
@@ -71,31 +36,11 @@ fn run(home: &Path, args: &[&str], device_file: &Path) -> Output {
 fn pairing_enrollment_and_revocation_with_real_processes() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().to_path_buf();
-    let edge_dir = home.join("edge");
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let base = format!("http://127.0.0.1:{port}");
-
-    let init = command(&home).args(["edge", "init", "--issuer", &base, "--edge-dir"]).arg(&edge_dir).output().unwrap();
-    let init_out = String::from_utf8_lossy(&init.stdout).to_string();
-    assert!(init.status.success(), "edge init: {}", String::from_utf8_lossy(&init.stderr));
-    let address = line_after(&init_out, "pairing address:").to_string();
-    let code = line_after(&init_out, "code:").to_string();
+    let edge = EdgeProcess::start(&home);
+    let (base, edge_dir) = (edge.base.clone(), edge.edge_dir.clone());
+    let (address, code) = edge.first_pairing.clone();
     assert!(address.starts_with(&format!("{base}/pair#pair_")), "{address}");
     assert_eq!(code.len(), 6);
-
-    let addr_file = home.join("edge.addr");
-    let _edge = Killed(
-        command(&home)
-            .args(["edge", "serve", "--issuer", &base, "--listen", &format!("127.0.0.1:{port}"), "--edge-dir"])
-            .arg(&edge_dir)
-            .arg("--addr-file")
-            .arg(&addr_file)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    wait_until("the edge address file", || std::fs::read_to_string(&addr_file).ok());
 
     // First computer: a wrong code is refused and nothing is stored.
     let first: PathBuf = home.join("first").join("device.json");

@@ -6,110 +6,46 @@
 //! `connector revoke`.
 
 mod edge_support;
+#[path = "edge_support/procs.rs"]
+mod procs;
 #[path = "edge_support/pty.rs"]
 mod pty;
 
 use std::io::Write;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::process::{Output, Stdio};
 
 use edge_support::*;
+use procs::{DEADLINE, EdgeProcess, Proc, command, spawn_logged, wait_until};
 use pty::PtySession;
 use serde_json::{Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_herdr-mcp");
-const DEADLINE: Duration = Duration::from_secs(30);
-const SCRUBBED_ENV: &[&str] = &[
-    "HERDR_MCP_EDGE_DIR",
-    "HERDR_MCP_STATE_DIR",
-    "HERDR_EDGE_ISSUER",
-    "HERDR_EXTENSION_IPC_SOCKET",
-    "HERDR_MCP_TOKEN",
-    "HERDR_MCP_ROOTS",
-    "HERDR_SOCKET_PATH",
-];
-
-fn command(home: &Path) -> Command {
-    let mut c = Command::new(BIN);
-    for v in SCRUBBED_ENV {
-        c.env_remove(v);
-    }
-    c.env("HOME", home).env("XDG_CONFIG_HOME", home.join("config")).env("XDG_STATE_HOME", home.join("state"));
-    c
-}
-
-struct Killed(Child);
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn wait_until<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 struct Setup {
-    tmp: tempfile::TempDir,
     edge_dir: PathBuf,
     socket: PathBuf,
     base: String,
-    _runtime: Killed,
-    _edge: Killed,
+    _runtime: Proc,
+    _edge: EdgeProcess,
+    // Last, so the processes are gone before their directories are.
+    tmp: tempfile::TempDir,
 }
 
 impl Setup {
     fn start() -> Setup {
         let tmp = tempfile::tempdir().unwrap();
         let home = tmp.path().to_path_buf();
-        let edge_dir = home.join("edge");
         let root = home.join("root");
         std::fs::create_dir_all(&root).unwrap();
         std::fs::write(root.join("hello.txt"), "hi\n").unwrap();
         let socket = home.join("rt.sock");
-        let runtime = Killed(
-            command(&home)
-                .args(["serve", "--socket"])
-                .arg(&socket)
-                .arg("--root")
-                .arg(&root)
-                .arg("--state-dir")
-                .arg(home.join("rtstate"))
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap(),
+        let runtime = spawn_logged(
+            command(&home).args(["serve", "--socket"]).arg(&socket).arg("--root").arg(&root).arg("--state-dir").arg(home.join("rtstate")),
+            &home.join("serve.log"),
         );
-        let init = command(&home).args(["edge", "init", "--edge-dir"]).arg(&edge_dir).output().unwrap();
-        assert!(init.status.success(), "edge init: {}", String::from_utf8_lossy(&init.stderr));
-        // The issuer must name the port, so pick a free one first.
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let base = format!("http://127.0.0.1:{port}");
-        let addr_file = home.join("edge.addr");
-        let edge = Killed(
-            command(&home)
-                .args(["edge", "serve", "--issuer", &base, "--listen", &format!("127.0.0.1:{port}"), "--edge-dir"])
-                .arg(&edge_dir)
-                .arg("--addr-file")
-                .arg(&addr_file)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap(),
-        );
-        wait_until("the edge address file", || std::fs::read_to_string(&addr_file).ok());
+        let edge = EdgeProcess::start(&home);
         wait_until("the runtime socket", || std::os::unix::net::UnixStream::connect(&socket).ok());
-        Setup { tmp, edge_dir, socket, base, _runtime: runtime, _edge: edge }
+        Setup { tmp, edge_dir: edge.edge_dir.clone(), socket, base: edge.base.clone(), _runtime: runtime, _edge: edge }
     }
 
     fn connector(&self, args: &[&str]) -> Output {

@@ -4,54 +4,25 @@
 //! pending rows). An OAuth-authorised rmcp client drives the public `/mcp`.
 
 mod edge_support;
+#[path = "edge_support/procs.rs"]
+mod procs;
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use edge_support::*;
 use herdr_mcp::edge::forward_pending;
 use herdr_mcp::edge::link_hub::LinkHub;
+use procs::{Proc, command, poll};
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
-
-const BIN: &str = env!("CARGO_BIN_EXE_herdr-mcp");
-const DEADLINE: Duration = Duration::from_secs(30);
-
-pub struct Proc(pub Child);
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn command(home: &Path) -> Command {
-    let mut c = Command::new(BIN);
-    for v in ["HERDR_MCP_EDGE_DIR", "HERDR_MCP_STATE_DIR", "HERDR_EXTENSION_IPC_SOCKET", "HERDR_MCP_TOKEN", "HERDR_MCP_ROOTS", "HERDR_SOCKET_PATH", "HERDR_LINK_SECRET", "HERDR_LINK_EDGE", "HERDR_LINK_WORKSTATION_ID", "HERDR_LINK_CREDENTIAL_FILE"] {
-        c.env_remove(v);
-    }
-    c.env("HOME", home).env("XDG_CONFIG_HOME", home.join("config")).env("XDG_STATE_HOME", home.join("state"));
-    c
-}
-
-async fn poll<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
 
 struct Runtime {
     socket: PathBuf,

@@ -5,9 +5,10 @@
 //! rmcp client with the resulting bearer calls each workstation by `device`.
 
 mod edge_support;
+#[path = "edge_support/procs.rs"]
+mod procs;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,43 +18,12 @@ use herdr_mcp::edge::connectors;
 use herdr_mcp::edge::devices::DeviceRegistry;
 use herdr_mcp::edge::devices_local::{self, LocalDevice};
 use herdr_mcp::edge::store::EdgeStore;
+use procs::{DEADLINE, EdgeProcess, Proc, command, poll, spawn_logged};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
-
-const BIN: &str = env!("CARGO_BIN_EXE_herdr-mcp");
-const DEADLINE: Duration = Duration::from_secs(30);
-
-struct Proc(Child);
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn command(home: &Path) -> Command {
-    let mut c = Command::new(BIN);
-    for v in ["HERDR_MCP_EDGE_DIR", "HERDR_MCP_STATE_DIR", "HERDR_EDGE_ISSUER", "HERDR_EXTENSION_IPC_SOCKET", "HERDR_MCP_TOKEN", "HERDR_MCP_ROOTS", "HERDR_LINK_SECRET", "HERDR_LINK_CA_FILE", "HERDR_MCP_DEVICE_FILE"] {
-        c.env_remove(v);
-    }
-    c.env("HOME", home).env("XDG_CONFIG_HOME", home.join("config")).env("XDG_STATE_HOME", home.join("state"));
-    c.stdout(Stdio::null()).stderr(Stdio::null());
-    c
-}
-
-async fn poll<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
 
 /// A bearer for a new DCR client, approved through the store (the terminal
 /// approval itself is covered by `edge_flow`).
@@ -133,9 +103,9 @@ async fn workstation(home: &Path, devices: &DeviceRegistry, issuer: &str, name: 
     let mut serve = command(home);
     serve.args(["serve", "--socket"]).arg(&socket).arg("--root").arg(&root).arg("--state-dir").arg(home.join(format!("state-{name}")));
     if mode == Mode::ServeLink {
-        serve.env(devices_local::PATH_ENV, &device_file).arg("--link").stderr(std::fs::File::create(&link_log).unwrap());
+        serve.env(devices_local::PATH_ENV, &device_file).arg("--link");
     }
-    let runtime = Proc(serve.spawn().unwrap());
+    let runtime = spawn_logged(&mut serve, &link_log);
     let secret_file = home.join(format!("{name}.secret"));
     std::fs::write(&secret_file, &enrolled.device_secret).unwrap();
     std::fs::set_permissions(&secret_file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
@@ -148,7 +118,7 @@ async fn workstation(home: &Path, devices: &DeviceRegistry, issuer: &str, name: 
         ),
         Mode::ServeLink => None,
     }
-    .map(|c| Proc(c.arg("--socket").arg(&socket).stderr(std::fs::File::create(&cli_log).unwrap()).spawn().unwrap()));
+    .map(|c| spawn_logged(c.arg("--socket").arg(&socket), &cli_log));
     let link_log = if mode == Mode::ServeLink { link_log } else { cli_log };
     Workstation { device_id: enrolled.device.device_id, secret: enrolled.device_secret, link_log, root: root.canonicalize().unwrap(), socket, _runtime: runtime, _link: link }
 }
@@ -157,22 +127,8 @@ async fn workstation(home: &Path, devices: &DeviceRegistry, issuer: &str, name: 
 async fn separate_processes_edge_two_links_two_runtimes() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path();
-    let edge_dir = home.join("edge");
-    let init = command(home).args(["edge", "init", "--edge-dir"]).arg(&edge_dir).output().unwrap();
-    assert!(init.status.success());
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let issuer = format!("http://127.0.0.1:{port}");
-    let addr_file = home.join("edge.addr");
-    let _edge = Proc(
-        command(home)
-            .args(["edge", "serve", "--issuer", &issuer, "--listen", &format!("127.0.0.1:{port}"), "--edge-dir"])
-            .arg(&edge_dir)
-            .arg("--addr-file")
-            .arg(&addr_file)
-            .spawn()
-            .unwrap(),
-    );
-    poll("the edge address file", || std::fs::read_to_string(&addr_file).ok()).await;
+    let edge = EdgeProcess::start(home);
+    let (issuer, edge_dir) = (edge.base.clone(), edge.edge_dir.clone());
     let store = Arc::new(EdgeStore::open(&edge_dir, Arc::new(SystemClock)).unwrap());
     let devices = DeviceRegistry::new(Arc::clone(&store));
     let a = workstation(home, &devices, &issuer, "left", "left.txt", Mode::DeviceFile).await;

@@ -4,36 +4,15 @@
 //! it the handshake fails certificate checks and the link keeps retrying.
 
 mod edge_support;
+#[path = "edge_support/procs.rs"]
+mod procs;
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use edge_support::*;
+use procs::{Proc, command, poll, spawn_logged};
 use serde_json::json;
-
-const BIN: &str = env!("CARGO_BIN_EXE_herdr-mcp");
-const DEADLINE: Duration = Duration::from_secs(30);
-
-struct Proc(Child);
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-async fn poll<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
 
 /// (CA PEM, server config for "localhost" signed by that CA).
 fn private_ca() -> (String, Arc<rustls::ServerConfig>) {
@@ -75,14 +54,12 @@ async fn tls_terminator(config: Arc<rustls::ServerConfig>, backend: String) -> u
 }
 
 fn link(home: &Path, edge: &str, secret_file: &Path, socket: &Path, ca: Option<&Path>, log: &str) -> Proc {
-    let mut c = Command::new(BIN);
-    c.env_remove("HERDR_LINK_SECRET").env_remove("HERDR_LINK_CA_FILE").env("HOME", home);
+    let mut c = command(home);
     c.args(["link", "--edge", edge, "--workstation-id", "dev_tls", "--credential-file"]).arg(secret_file).arg("--socket").arg(socket);
     if let Some(ca) = ca {
         c.arg("--ca-file").arg(ca);
     }
-    let log = std::fs::File::create(home.join(log)).unwrap();
-    Proc(c.stdout(Stdio::null()).stderr(log).spawn().unwrap())
+    spawn_logged(&mut c, &home.join(log))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -104,20 +81,9 @@ async fn a_link_over_tls_with_a_private_ca() {
     std::fs::create_dir_all(&root).unwrap();
     std::fs::write(root.join("t.txt"), "over tls\n").unwrap();
     let socket = home.join("rt.sock");
-    let _runtime = Proc(
-        Command::new(BIN)
-            .env("HOME", home)
-            .env_remove("HERDR_MCP_ROOTS")
-            .args(["serve", "--socket"])
-            .arg(&socket)
-            .arg("--root")
-            .arg(&root)
-            .arg("--state-dir")
-            .arg(home.join("state"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
+    let _runtime = spawn_logged(
+        command(home).args(["serve", "--socket"]).arg(&socket).arg("--root").arg(&root).arg("--state-dir").arg(home.join("state")),
+        &home.join("serve.log"),
     );
     poll("the runtime socket", || std::os::unix::net::UnixStream::connect(&socket).ok()).await;
     let https = format!("https://localhost:{port}");

@@ -3,33 +3,14 @@
 //! client that stalls before its handshake blocks nobody; plain HTTP on the TLS
 //! port gets no answer; half a TLS configuration is refused at startup.
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+#[path = "edge_support/procs.rs"]
+mod procs;
 
+use std::sync::Arc;
+
+use procs::{DEADLINE, command, poll, spawn_logged};
 use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-const BIN: &str = env!("CARGO_BIN_EXE_herdr-mcp");
-const DEADLINE: Duration = Duration::from_secs(30);
-
-struct Killed(Child);
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn command(home: &Path) -> Command {
-    let mut c = Command::new(BIN);
-    for v in ["HERDR_MCP_EDGE_DIR", "HERDR_MCP_STATE_DIR", "HERDR_EDGE_ISSUER"] {
-        c.env_remove(v);
-    }
-    c.env("HOME", home).env("XDG_STATE_HOME", home.join("state")).env("XDG_CONFIG_HOME", home.join("config"));
-    c
-}
 
 async fn https_get(port: u16, cert: &CertificateDer<'static>, path: &str) -> std::io::Result<String> {
     let mut roots = rustls::RootCertStore::empty();
@@ -83,7 +64,7 @@ async fn edge_serves_health_over_builtin_tls() {
     assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("--tls-key"), "{}", String::from_utf8_lossy(&bad.stderr));
 
     let addr_file = home.join("edge.addr");
-    let _edge = Killed(
+    let _edge = spawn_logged(
         command(home)
             .args(["edge", "serve", "--issuer", "https://localhost", "--listen", "127.0.0.1:0", "--tls-cert"])
             .arg(&cert_path)
@@ -92,20 +73,10 @@ async fn edge_serves_health_over_builtin_tls() {
             .arg("--edge-dir")
             .arg(&edge_dir)
             .arg("--addr-file")
-            .arg(&addr_file)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
+            .arg(&addr_file),
+        &home.join("edge.log"),
     );
-    let start = Instant::now();
-    let addr = loop {
-        if let Ok(a) = std::fs::read_to_string(&addr_file) {
-            break a;
-        }
-        assert!(start.elapsed() < DEADLINE, "the edge did not report its address");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let addr = poll("the edge to report its address", || std::fs::read_to_string(&addr_file).ok()).await;
     let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
 
     // A client that connects and never starts its handshake must not block others.
