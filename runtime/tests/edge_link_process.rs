@@ -26,34 +26,12 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use serde_json::{Value, json};
 
 /// A bearer for a new DCR client, approved through the store (the terminal
-/// approval itself is covered by `edge_flow`).
-async fn bearer(http: &Http, issuer: &str, store: &EdgeStore) -> String {
-    let reg = http.post_json("/oauth/register", &json!({"redirect_uris": [REDIRECT], "client_name": "Link proof"}), None).await;
-    let client_id = reg.json()["client_id"].as_str().unwrap().to_string();
-    let (verifier, challenge) = pkce();
-    let resource = format!("{issuer}/mcp");
-    let page = http
-        .get(&authorize_path(&[
-            ("response_type", "code"),
-            ("client_id", &client_id),
-            ("redirect_uri", REDIRECT),
-            ("code_challenge", &challenge),
-            ("code_challenge_method", "S256"),
-            ("scope", "mcp"),
-            ("resource", &resource),
-        ]))
-        .await;
-    let (request_id, code, resume) = scrape_page(&page.body);
-    connectors::approve(store, &request_id, &code, "test").unwrap();
-    let q = serde_urlencoded::to_string([("request_id", &request_id), ("resume_token", &resume)]).unwrap();
-    let polled = http.get(&format!("/oauth/authorize/poll?{q}")).await.json();
-    let code = query_of(polled["redirect"].as_str().unwrap())["code"].clone();
-    let tok = http
-        .post_form(
-            "/oauth/token",
-            &[("grant_type", "authorization_code"), ("client_id", &client_id), ("code", &code), ("redirect_uri", REDIRECT), ("code_verifier", &verifier), ("resource", &resource)],
-        )
-        .await;
+/// approval itself is covered by `edge_flow` and `edge_connector_flow`).
+async fn bearer(http: &Http, store: &EdgeStore) -> String {
+    let c = http.dcr_client().await;
+    let approve = |p: &Pending| connectors::approve(store, &p.request_id, &p.code, "test").map(|_| ()).map_err(|e| format!("{e:?}"));
+    let (code, p) = http.code(&c, approve).await;
+    let tok = http.redeem(&c, &code, &p.verifier).await;
     assert_eq!(tok.status, 200, "{}", tok.body);
     tok.json()["access_token"].as_str().unwrap().to_string()
 }
@@ -136,7 +114,7 @@ async fn separate_processes_edge_two_links_two_runtimes() {
     let m = workstation(home, &devices, &issuer, "middle", "middle.txt", Mode::ServeLink).await;
 
     let http = Http::new(&issuer);
-    let access = bearer(&http, &issuer, &store).await;
+    let access = bearer(&http, &store).await;
     let config = StreamableHttpClientTransportConfig::with_uri(format!("{issuer}/mcp")).auth_header(access.clone());
     let client = ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
     let call = |name: &'static str, args: Value| {

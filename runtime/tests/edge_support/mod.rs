@@ -99,6 +99,82 @@ impl Http {
     }
 }
 
+/// The OAuth steps of a client against the edge at `base` (which is its issuer).
+impl Http {
+    pub async fn register(&self, body: Value) -> Resp {
+        self.post_json("/oauth/register", &body, None).await
+    }
+
+    /// A new public client registered by DCR.
+    pub async fn dcr_client(&self) -> TestClient {
+        let r = self.register(json!({"redirect_uris": [REDIRECT], "client_name": "Test client"})).await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        let v = r.json();
+        TestClient { id: v["client_id"].as_str().unwrap().into(), secret: v["client_secret"].as_str().unwrap().into() }
+    }
+
+    pub async fn authorize(&self, c: &TestClient, challenge: &str, state: &str) -> Resp {
+        let path = authorize_path(&[
+            ("response_type", "code"),
+            ("client_id", &c.id),
+            ("redirect_uri", REDIRECT),
+            ("code_challenge", challenge),
+            ("code_challenge_method", "S256"),
+            ("scope", "mcp"),
+            ("resource", &format!("{}/mcp", self.base)),
+            ("state", state),
+        ]);
+        self.get(&path).await
+    }
+
+    pub async fn pending(&self, c: &TestClient) -> Pending {
+        let (verifier, challenge) = pkce();
+        let state = format!("st-{}", &verifier[..8]);
+        let r = self.authorize(c, &challenge, &state).await;
+        assert_eq!(r.status, 200, "authorize should show the approval page: {}", r.body);
+        let (request_id, code, resume) = scrape_page(&r.body);
+        Pending { request_id, code, resume, verifier, challenge, state }
+    }
+
+    pub async fn poll(&self, p: &Pending) -> Resp {
+        let q = serde_urlencoded::to_string([("request_id", &p.request_id), ("resume_token", &p.resume)]).unwrap();
+        self.get(&format!("/oauth/authorize/poll?{q}")).await
+    }
+
+    /// Pending → `approve` (the store, a CLI, …) → polled: an authorization code for `c`.
+    pub async fn code(&self, c: &TestClient, approve: impl FnOnce(&Pending) -> Result<(), String>) -> (String, Pending) {
+        let p = self.pending(c).await;
+        approve(&p).unwrap_or_else(|e| panic!("approving {}: {e}", p.request_id));
+        let r = self.poll(&p).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        let redirect = r.json()["redirect"].as_str().unwrap().to_string();
+        let q = query_of(&redirect);
+        (q["code"].clone(), p)
+    }
+
+    pub async fn redeem(&self, c: &TestClient, code: &str, verifier: &str) -> Resp {
+        let resource = format!("{}/mcp", self.base);
+        self.post_form(
+            "/oauth/token",
+            &[
+                ("grant_type", "authorization_code"),
+                ("client_id", &c.id),
+                ("code", code),
+                ("redirect_uri", REDIRECT),
+                ("code_verifier", verifier),
+                ("resource", &resource),
+            ],
+        )
+        .await
+    }
+
+    pub async fn refresh(&self, c: &TestClient, refresh: &str) -> Resp {
+        let resource = format!("{}/mcp", self.base);
+        let form = [("grant_type", "refresh_token"), ("client_id", &c.id), ("refresh_token", refresh), ("resource", &resource)];
+        self.post_form("/oauth/token", &form).await
+    }
+}
+
 /// A verifier of 43+ unreserved characters and its S256 challenge.
 pub fn pkce() -> (String, String) {
     let verifier = URL_SAFE_NO_PAD.encode(uuid_like());
@@ -225,37 +301,19 @@ impl InProc {
     }
 
     pub async fn register(&self, body: Value) -> Resp {
-        self.http.post_json("/oauth/register", &body, None).await
+        self.http.register(body).await
     }
 
     pub async fn client(&self) -> TestClient {
-        let r = self.register(json!({"redirect_uris": [REDIRECT], "client_name": "Test client"})).await;
-        assert_eq!(r.status, 201, "{}", r.body);
-        let v = r.json();
-        TestClient { id: v["client_id"].as_str().unwrap().into(), secret: v["client_secret"].as_str().unwrap().into() }
+        self.http.dcr_client().await
     }
 
     pub async fn authorize(&self, c: &TestClient, challenge: &str, state: &str) -> Resp {
-        let path = authorize_path(&[
-            ("response_type", "code"),
-            ("client_id", &c.id),
-            ("redirect_uri", REDIRECT),
-            ("code_challenge", challenge),
-            ("code_challenge_method", "S256"),
-            ("scope", "mcp"),
-            ("resource", &format!("{}/mcp", self.issuer)),
-            ("state", state),
-        ]);
-        self.http.get(&path).await
+        self.http.authorize(c, challenge, state).await
     }
 
     pub async fn pending(&self, c: &TestClient) -> Pending {
-        let (verifier, challenge) = pkce();
-        let state = format!("st-{}", &verifier[..8]);
-        let r = self.authorize(c, &challenge, &state).await;
-        assert_eq!(r.status, 200, "authorize should show the approval page: {}", r.body);
-        let (request_id, code, resume) = scrape_page(&r.body);
-        Pending { request_id, code, resume, verifier, challenge, state }
+        self.http.pending(c).await
     }
 
     pub fn approve(&self, p: &Pending) -> Result<connectors::ApprovalInfo, connectors::ApprovalError> {
@@ -263,46 +321,20 @@ impl InProc {
     }
 
     pub async fn poll(&self, p: &Pending) -> Resp {
-        let q = serde_urlencoded::to_string([("request_id", &p.request_id), ("resume_token", &p.resume)]).unwrap();
-        self.http.get(&format!("/oauth/authorize/poll?{q}")).await
+        self.http.poll(p).await
     }
 
     /// Pending → approved → polled: an authorization code for `c`.
     pub async fn code(&self, c: &TestClient) -> (String, Pending) {
-        let p = self.pending(c).await;
-        self.approve(&p).unwrap();
-        let r = self.poll(&p).await;
-        assert_eq!(r.status, 200, "{}", r.body);
-        let redirect = r.json()["redirect"].as_str().unwrap().to_string();
-        let q = query_of(&redirect);
-        (q["code"].clone(), p)
+        self.http.code(c, |p| self.approve(p).map(|_| ()).map_err(|e| format!("{e:?}"))).await
     }
 
     pub async fn redeem(&self, c: &TestClient, code: &str, verifier: &str) -> Resp {
-        let resource = format!("{}/mcp", self.issuer);
-        self.http
-            .post_form(
-                "/oauth/token",
-                &[
-                    ("grant_type", "authorization_code"),
-                    ("client_id", &c.id),
-                    ("code", code),
-                    ("redirect_uri", REDIRECT),
-                    ("code_verifier", verifier),
-                    ("resource", &resource),
-                ],
-            )
-            .await
+        self.http.redeem(c, code, verifier).await
     }
 
     pub async fn refresh(&self, c: &TestClient, refresh: &str) -> Resp {
-        let resource = format!("{}/mcp", self.issuer);
-        self.http
-            .post_form(
-                "/oauth/token",
-                &[("grant_type", "refresh_token"), ("client_id", &c.id), ("refresh_token", refresh), ("resource", &resource)],
-            )
-            .await
+        self.http.refresh(c, refresh).await
     }
 
     /// A client with approved tokens.
