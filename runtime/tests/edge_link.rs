@@ -4,81 +4,23 @@
 //! pending rows). An OAuth-authorised rmcp client drives the public `/mcp`.
 
 mod edge_support;
+#[path = "edge_support/links.rs"]
+mod links;
 #[path = "edge_support/procs.rs"]
 mod procs;
 
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use edge_support::*;
 use herdr_mcp::edge::forward_pending;
-use herdr_mcp::edge::link_hub::LinkHub;
-use procs::{Proc, command, poll};
+use links::*;
+use procs::poll;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
-
-struct Runtime {
-    socket: PathBuf,
-    root: PathBuf,
-    _proc: Proc,
-}
-
-/// A runtime whose only root holds `file` with `text`.
-async fn runtime(home: &Path, tag: &str, file: &str, text: &str) -> Runtime {
-    let root = home.join(format!("root-{tag}"));
-    std::fs::create_dir_all(&root).unwrap();
-    std::fs::write(root.join(file), text).unwrap();
-    let socket = home.join(format!("rt-{tag}.sock"));
-    let proc = Proc(
-        command(home)
-            .args(["serve", "--socket"])
-            .arg(&socket)
-            .arg("--root")
-            .arg(&root)
-            .arg("--state-dir")
-            .arg(home.join(format!("state-{tag}")))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let s = socket.clone();
-    poll("the runtime socket", || std::os::unix::net::UnixStream::connect(&s).ok()).await;
-    Runtime { socket, root: root.canonicalize().unwrap(), _proc: proc }
-}
-
-fn write_secret(home: &Path, ws: &str, secret: &str) -> PathBuf {
-    let path = home.join(format!("{ws}.secret"));
-    let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&path).unwrap();
-    f.write_all(secret.as_bytes()).unwrap();
-    path
-}
-
-fn link_command(home: &Path, edge: &str, ws: &str, secret: &str, socket: &Path) -> Command {
-    let mut c = command(home);
-    c.args(["link", "--edge", edge, "--workstation-id", ws, "--credential-file"])
-        .arg(write_secret(home, ws, secret))
-        .arg("--socket")
-        .arg(socket)
-        .stdout(Stdio::null());
-    c
-}
-
-fn link(home: &Path, edge: &str, ws: &str, secret: &str, socket: &Path) -> Proc {
-    let log = std::fs::File::create(home.join(format!("link-{ws}.log"))).unwrap();
-    Proc(link_command(home, edge, ws, secret, socket).stderr(log).spawn().unwrap())
-}
-
-async fn linked(hub: &LinkHub, ws: &str) {
-    poll(&format!("the link of {ws}"), || hub.link(ws)).await;
-}
 
 type Client = RunningService<RoleClient, ()>;
 
@@ -164,35 +106,6 @@ async fn two_workstations_by_explicit_device_and_herdr_devices() {
     c.cancel().await.ok();
 }
 
-/// A stand-in runtime on a Unix socket that records every `tools/call` and never
-/// answers one, so the test can drop the link while a mutation is in flight.
-async fn holding_runtime(socket: &Path) -> (Arc<std::sync::Mutex<Vec<Value>>>, tokio::task::JoinHandle<()>) {
-    use axum::routing::{get, post};
-    let calls: Arc<std::sync::Mutex<Vec<Value>>> = Arc::default();
-    let seen = Arc::clone(&calls);
-    let (_, (epoch, hash)) = herdr_mcp::edge::forward::local_runtime_contract();
-    let app = axum::Router::new()
-        .route(
-            "/health",
-            get(move || async move {
-                axum::Json(json!({"ok": true, "version": "0.0.0-test", "build": {"commit": "t", "boot_id": "holding-1"}, "contract": {"epoch": epoch, "hash": hash}}))
-            }),
-        )
-        .route(
-            "/mcp",
-            post(move |axum::Json(body): axum::Json<Value>| async move {
-                seen.lock().unwrap().push(body);
-                std::future::pending::<()>().await;
-                axum::Json(Value::Null)
-            }),
-        );
-    let listener = tokio::net::UnixListener::bind(socket).unwrap();
-    let task = tokio::spawn(async move {
-        axum::serve(listener, app).await.ok();
-    });
-    (calls, task)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn link_drop_mid_mutation_is_uncertain_and_never_resent() {
     let devices = Arc::new(TestDevices::default());
@@ -201,7 +114,7 @@ async fn link_drop_mid_mutation_is_uncertain_and_never_resent() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path();
     let socket = home.join("holding.sock");
-    let (calls, _server) = holding_runtime(&socket).await;
+    let (calls, _server) = recording_runtime(&socket).await;
     let mut first = link(home, &edge.issuer, "dev_solo", "devsec_solo", &socket);
     linked(&hub, "dev_solo").await;
     let (_, tokens, _) = edge.tokens().await;
@@ -210,7 +123,7 @@ async fn link_drop_mid_mutation_is_uncertain_and_never_resent() {
     let http = edge.http.clone();
     let access = tokens.access.clone();
     let write = tokio::spawn(async move {
-        http.mcp(&access, "tools/call", json!({"name": "herdr_fs_write", "arguments": {"path": "/tmp/x", "content": "once"}})).await
+        http.mcp(&access, "tools/call", json!({"name": "herdr_fs_write", "arguments": {"path": "/tmp/x", "content": "once", "hold": true}})).await
     });
     let c2 = Arc::clone(&calls);
     poll("the mutation to reach the runtime", || (!c2.lock().unwrap().is_empty()).then_some(())).await;
@@ -238,11 +151,10 @@ async fn link_drop_mid_mutation_is_uncertain_and_never_resent() {
     linked(&hub, "dev_solo").await;
     let http = edge.http.clone();
     let access = tokens.access.clone();
-    let read = tokio::spawn(async move { http.mcp(&access, "tools/call", json!({"name": "herdr_fs_read", "arguments": {"path": "/tmp/x"}})).await });
+    let read = tokio::spawn(async move { http.mcp(&access, "tools/call", json!({"name": "herdr_fs_read", "arguments": {"path": "/tmp/x", "hold": true}})).await });
     let c3 = Arc::clone(&calls);
     poll("the read to reach the runtime", || (c3.lock().unwrap().len() == 2).then_some(())).await;
-    let writes = calls.lock().unwrap().iter().filter(|c| c["params"]["name"] == "herdr_fs_write").count();
-    assert_eq!(writes, 1, "the mutation ran at most once");
+    assert_eq!(count(&calls, "herdr_fs_write"), 1, "the mutation ran at most once");
     // Revoking the device settles the in-flight read as link_auth_failed and closes 4401.
     hub.revoke("dev_solo");
     let read = read.await.unwrap().json();

@@ -14,7 +14,8 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
 use super::forward_errors::Failure;
-use super::forward_pending::{self, PendingError};
+use super::forward_idem;
+use super::forward_pending::{self, Claim, PendingError};
 use super::forward_route::{resolve, take_selectors, wrap_refs};
 use super::link_hub::{LinkHub, Outcome};
 use super::mcp::WorkstationRouter;
@@ -64,17 +65,26 @@ impl LinkRouter {
             .map_err(|e| Failure::new("device_registry_unavailable", e, true, DeliveryState::NotDelivered))?;
         let route = resolve(&devices, selector.as_deref(), ref_device.as_deref(), |ws| self.hub.link(ws).is_some())?;
         let ws = route.device.workstation_id.clone();
+        let is_read = READ_TOOLS.contains(&name);
+        let idempotency_key = args.get("idempotency_key").and_then(Value::as_str).map(str::to_string);
+        let request_hash = forward_idem::request_hash(name, &args);
+        if !is_read && let Some(key) = &idempotency_key {
+            match forward_pending::lookup(&self.store, &ws, key, &request_hash) {
+                Ok(Some(claim)) => return forward_idem::answer_claim(claim, &ws, &route.device.device_id),
+                Ok(None) => {}
+                // record_sent below checks again and reports the failure.
+                Err(e) => tracing::warn!("idempotency lookup for {ws}: {e}"),
+            }
+        }
         let Some(conn) = self.hub.wait_for_link(&ws, RECONNECT_GRACE).await else {
             return Err(Failure::offline(&ws));
         };
-        let is_read = READ_TOOLS.contains(&name);
         let timeout_ms = args
             .get("timeout_ms")
             .and_then(Value::as_u64)
             .unwrap_or(DEFAULT_TIMEOUT_MS)
             .clamp(MIN_CALL_TIMEOUT_MS, MAX_CALL_TIMEOUT_MS);
         let request_id = random_hex::<16>();
-        let idempotency_key = args.get("idempotency_key").and_then(Value::as_str).map(str::to_string);
         let (epoch, hash) = self.hub.runtime_contract.clone();
         let frame = Frame::ToolRequest(ToolRequest {
             workstation_id: ws.clone(),
@@ -97,8 +107,9 @@ impl LinkRouter {
             )));
         }
         if !is_read {
-            match forward_pending::record_sent(&self.store, &request_id, &ws, name, idempotency_key.as_deref()) {
-                Ok(()) => {}
+            match forward_pending::record_sent(&self.store, &request_id, &ws, name, idempotency_key.as_deref(), &request_hash) {
+                Ok(Claim::Fresh) => {}
+                Ok(claim) => return forward_idem::answer_claim(claim, &ws, &route.device.device_id),
                 Err(PendingError::Full(m)) => return Err(fail(Failure::refused("edge_capacity_exceeded", m))),
                 Err(PendingError::Sqlite(e)) => {
                     tracing::error!("cannot record pending {name} for {ws}: {e}");
@@ -106,13 +117,13 @@ impl LinkRouter {
                 }
             }
         }
-        let finish = |state: &str, outcome: &str| {
-            if !is_read && let Err(e) = forward_pending::finish(&self.store, &request_id, state, outcome) {
+        let finish = |state: &str, outcome: &str, answer: Option<&str>| {
+            if !is_read && let Err(e) = forward_pending::finish(&self.store, &request_id, state, outcome, answer) {
                 tracing::error!("cannot settle pending request {request_id}: {e}");
             }
         };
         let Some(rx) = conn.send_request(&request_id, frame) else {
-            finish("not_delivered", "link_gone_before_send");
+            finish("not_delivered", "link_gone_before_send", None);
             return Err(fail(Failure::new(
                 "workstation_reconnecting",
                 "the link closed before the request could be sent",
@@ -122,29 +133,17 @@ impl LinkRouter {
         };
         let wait = Duration::from_millis(timeout_ms) + ANSWER_SLACK;
         match tokio::time::timeout(wait, rx).await {
-            Ok(Ok(Outcome::Result(r))) => {
-                finish("settled", "tool_result");
-                let mut result = call_tool_result(r.result.unwrap_or(Value::Null));
-                if let Some(sc) = result.get_mut("structuredContent") {
-                    wrap_refs(sc, &route.device.device_id);
-                }
-                Ok(result)
-            }
-            Ok(Ok(Outcome::Error(e))) => {
-                finish("settled", &e.code);
-                let state = e.delivery_state.unwrap_or(DeliveryState::Delivered);
-                let mut f = Failure::new(&e.code, e.message.unwrap_or_else(|| e.code.clone()), e.retryable, state);
-                if let Some(d) = e.details {
-                    f = f.with_details(d);
-                }
-                Err(fail(f))
+            Ok(Ok(outcome @ (Outcome::Result(_) | Outcome::Error(_)))) => {
+                let (state, label, stored) = settlement(&outcome);
+                finish(state, &label, stored.as_deref());
+                answer_of(outcome, &route.device.device_id).map_err(fail)
             }
             Ok(Ok(Outcome::Dropped { revoked: true })) => {
-                finish("uncertain", "link_auth_failed");
+                finish("uncertain", "link_auth_failed", None);
                 Err(fail(Failure::new("link_auth_failed", "the device was revoked while the request was in flight", false, DeliveryState::DeliveryUnknown)))
             }
             Ok(Ok(Outcome::Dropped { revoked: false })) | Ok(Err(_)) => {
-                finish("uncertain", "link_lost");
+                finish("uncertain", "link_lost", None);
                 Err(fail(Failure::new(
                     "delivery_uncertain",
                     if is_read {
@@ -159,7 +158,7 @@ impl LinkRouter {
             Err(_) => {
                 conn.forget(&request_id);
                 conn.send(&Frame::Cancel(Cancel { workstation_id: ws.clone(), request_id: request_id.clone(), reason: Some("timeout".into()) }));
-                finish("uncertain", "request_timeout");
+                finish("uncertain", "request_timeout", None);
                 Err(fail(Failure::new(
                     "request_timeout",
                     format!("no answer within {} ms", wait.as_millis()),
@@ -168,6 +167,41 @@ impl LinkRouter {
                 )))
             }
         }
+    }
+}
+
+/// How an answer settles its row: (state, outcome label, the answer frame to keep).
+/// An error the link marks `not_delivered` never reached the runtime, so its row
+/// frees the idempotency key for a retry.
+pub(crate) fn settlement(outcome: &Outcome) -> (&'static str, String, Option<String>) {
+    match outcome {
+        Outcome::Result(r) => ("settled", "tool_result".into(), Some(Frame::ToolResult(r.clone()).encode())),
+        Outcome::Error(e) if e.delivery_state == Some(DeliveryState::NotDelivered) => ("not_delivered", e.code.clone(), None),
+        Outcome::Error(e) => ("settled", e.code.clone(), Some(Frame::ToolError(e.clone()).encode())),
+        Outcome::Dropped { .. } => ("uncertain", "link_lost".into(), None),
+    }
+}
+
+/// The caller's answer from a link's `tool_result`/`tool_error`; ids in a result's
+/// `structuredContent` become refs of `device_id`.
+pub(crate) fn answer_of(outcome: Outcome, device_id: &str) -> Result<Value, Failure> {
+    match outcome {
+        Outcome::Result(r) => {
+            let mut result = call_tool_result(r.result.unwrap_or(Value::Null));
+            if let Some(sc) = result.get_mut("structuredContent") {
+                wrap_refs(sc, device_id);
+            }
+            Ok(result)
+        }
+        Outcome::Error(e) => {
+            let state = e.delivery_state.unwrap_or(DeliveryState::Delivered);
+            let mut f = Failure::new(&e.code, e.message.unwrap_or_else(|| e.code.clone()), e.retryable, state);
+            if let Some(d) = e.details {
+                f = f.with_details(d);
+            }
+            Err(f)
+        }
+        Outcome::Dropped { .. } => Err(Failure::new("delivery_uncertain", "the link dropped before answering", false, DeliveryState::DeliveryUnknown)),
     }
 }
 

@@ -20,6 +20,8 @@ pub struct Failure {
     pub workstation_id: Option<String>,
     /// Boxed: rare, and keeps `Result<_, Failure>` small.
     pub details: Option<Box<Value>>,
+    /// The answer is an earlier request's, replayed for its idempotency key.
+    pub idempotent_replay: bool,
 }
 
 impl Failure {
@@ -32,6 +34,7 @@ impl Failure {
             request_id: None,
             workstation_id: None,
             details: None,
+            idempotent_replay: false,
         }
     }
 
@@ -52,6 +55,11 @@ impl Failure {
 
     pub fn request(mut self, request_id: &str) -> Self {
         self.request_id = Some(request_id.into());
+        self
+    }
+
+    pub fn replayed(mut self) -> Self {
+        self.idempotent_replay = true;
         self
     }
 
@@ -87,6 +95,9 @@ impl Failure {
         }
         if TRANSIENT.contains(&self.code.as_str()) {
             p["requires_human"] = json!(false);
+        }
+        if self.idempotent_replay {
+            p["idempotent_replay"] = json!(true);
         }
         if let Some(d) = &self.details {
             p["details"] = (**d).clone();

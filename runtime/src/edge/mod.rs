@@ -43,6 +43,7 @@ pub mod devices_local;
 pub mod discovery;
 pub mod forward;
 pub mod forward_errors;
+pub mod forward_idem;
 pub mod forward_pending;
 pub mod forward_route;
 pub mod http;

@@ -162,6 +162,11 @@ const MIGRATIONS: &[&str] = &[
         attempts INTEGER NOT NULL DEFAULT 0,
         status TEXT NOT NULL
     );",
+    // 4: idempotent replay of forwarded mutations: the request's fingerprint and,
+    // for keyed ones, the answer frame a retry with the same key gets back.
+    "ALTER TABLE link_requests ADD COLUMN request_hash TEXT;
+    ALTER TABLE link_requests ADD COLUMN answer TEXT;
+    CREATE INDEX link_requests_key ON link_requests(workstation_id, idempotency_key);",
 ];
 
 pub struct EdgeStore {
