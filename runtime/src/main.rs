@@ -35,7 +35,7 @@ enum Command {
     /// Pair, enroll, rename or revoke devices (workstations) of an edge.
     #[command(subcommand)]
     Worker(herdr_mcp::edge::devices_cli::WorkerCommand),
-    /// List or rename the devices of this workstation's edge.
+    /// List or rename this workstation's devices; on the edge host, revoke, suspend or resume one.
     #[command(subcommand)]
     Device(herdr_mcp::edge::devices_cli::DeviceCommand),
     /// Link this workstation to an edge: forwards the edge's tool calls to the local runtime.

@@ -135,3 +135,31 @@ async fn pairing_request_validation() {
     let r = e.device_call(Method::POST, "/devices/pairings/consume", None, Some(json!({"pairing_id": "pair_x"}))).await;
     assert_eq!((r.status, code_of(&r)), (400, "invalid_params".into()));
 }
+
+#[tokio::test]
+async fn a_pairing_recovers_an_existing_device_with_a_new_credential() {
+    let e = InProc::start().await;
+    let old = e.enroll("laptop");
+    let id = old.device.device_id.clone();
+    let consume = |body: Value| e.device_call(Method::POST, "/devices/pairings/consume", None, Some(body));
+
+    let p = e.devices.create_pairing(None, None, "test").unwrap();
+    let r = consume(json!({"pairing_id": p.pairing_id, "code": p.code, "recover_device_id": 7})).await;
+    assert_eq!((r.status, code_of(&r)), (400, "invalid_params".into()));
+    let r = consume(json!({"pairing_id": p.pairing_id, "code": p.code, "recover_device_id": "dev_00000000000000000000000000"})).await;
+    assert_eq!((r.status, code_of(&r)), (404, "device_not_found".into()));
+    // That refusal left the pairing usable.
+    let r = consume(json!({"pairing_id": p.pairing_id, "code": p.code, "recover_device_id": id})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json();
+    assert_eq!((v["device_id"].as_str(), v["recovered_existing"].as_bool(), v["name"].as_str()), (Some(id.as_str()), Some(true), Some("laptop")));
+    assert_ne!(v["credential_id"], json!(old.device.credential_id));
+    let secret = v["device_secret"].as_str().unwrap().to_string();
+
+    // The old secret is dead, the new one works, and there is still one device.
+    let r = e.device_call(Method::GET, "/devices", Some((&id, &old.device_secret)), None).await;
+    assert_eq!((r.status, code_of(&r)), (401, "device_auth_required".into()));
+    let r = e.device_call(Method::GET, "/devices", Some((&id, &secret)), None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["devices"].as_array().unwrap().len(), 1);
+}

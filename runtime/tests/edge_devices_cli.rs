@@ -76,6 +76,10 @@ fn pairing_enrollment_and_revocation_with_real_processes() {
 
     let rename = run(&home, &["worker", "rename", "desk"], &second);
     assert!(rename.status.success(), "{}", String::from_utf8_lossy(&rename.stderr));
+    // The local credential follows, since the link offers the name it holds.
+    let stored: Value = serde_json::from_str(&std::fs::read_to_string(&second).unwrap()).unwrap();
+    assert_eq!(stored["name"], "desk");
+    assert_eq!(std::fs::metadata(&second).unwrap().permissions().mode() & 0o777, 0o600);
     let list = run(&home, &["device", "list", "--json"], &first);
     assert!(list.status.success(), "{}", String::from_utf8_lossy(&list.stderr));
     let v: Value = serde_json::from_slice(&list.stdout).unwrap();

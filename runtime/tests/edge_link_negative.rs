@@ -42,8 +42,16 @@ async fn fixture() -> Fixture {
 /// Opens `/ws/<ws>` with the given subprotocol header and bearer; the socket or
 /// the refusal's (status, JSON body).
 async fn open(f: &Fixture, ws: &str, protocols: Option<&str>, bearer: Option<&str>) -> Result<Ws, (u16, Value)> {
+    open_with(f, ws, protocols, bearer, &[]).await
+}
+
+/// [`open`] with extra request headers.
+async fn open_with(f: &Fixture, ws: &str, protocols: Option<&str>, bearer: Option<&str>, extra: &[(&'static str, &str)]) -> Result<Ws, (u16, Value)> {
     let url = format!("{}/ws/{ws}", f.edge.issuer.replace("http://", "ws://"));
     let mut req = url.into_client_request().unwrap();
+    for (k, v) in extra {
+        req.headers_mut().insert(*k, v.parse().unwrap());
+    }
     if let Some(p) = protocols {
         req.headers_mut().insert("sec-websocket-protocol", p.parse().unwrap());
     }
@@ -245,6 +253,50 @@ async fn one_link_per_workstation_and_revocation() {
     let mut two = linked(&f, "dev_two", "devsec_two").await;
     f.hub.revoke("dev_two");
     assert_eq!(close_of(&mut two).await.0, relay::close::DEVICE_REVOKED);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn suspension_and_rekey_close_live_links_but_leave_no_tombstone() {
+    let f = fixture().await;
+    let (_, tokens, _) = f.edge.tokens().await;
+    let mut sock = linked(&f, "dev_one", "devsec_one").await;
+    // Nothing changed: a re-check closes nothing.
+    assert_eq!(f.hub.recheck(), Ok(0));
+
+    f.devices.set_authorization("dev_one", "suspended");
+    assert_eq!(f.hub.recheck(), Ok(1));
+    assert_eq!(close_of(&mut sock).await, (relay::close::DEVICE_REVOKED, "device suspended".to_string()));
+    let (status, body) = open(&f, "dev_one", Some(&offer("devsec_one")), None).await.err().unwrap();
+    assert_eq!((status, body["code"].as_str()), (401, Some("device_suspended")));
+    let routed = f.edge.http.mcp(&tokens.access, "tools/call", json!({"name": "herdr_inspect", "arguments": {"device": "dev_one"}})).await.json();
+    assert_eq!(routed["result"]["structuredContent"]["code"], "device_suspended", "{routed}");
+
+    // Resumed, the same credential links again: a suspension is not a tombstone.
+    f.devices.set_authorization("dev_one", "active");
+    let mut sock = linked(&f, "dev_one", "devsec_one").await;
+    // Re-keyed (a pairing recovered the device): the link holding the old credential goes.
+    f.devices.set_credential("dev_one", Some("cred_new"));
+    assert_eq!(f.hub.recheck(), Ok(1));
+    assert_eq!(close_of(&mut sock).await, (relay::close::DEVICE_REVOKED, "device credential replaced".to_string()));
+    assert!(f.hub.link("dev_one").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offered_device_names_are_checked_before_the_upgrade() {
+    use base64::Engine;
+    let f = fixture().await;
+    let b64 = |s: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+    let header = herdr_mcp::edge::link_hub_auth::NAME_HEADER;
+    let too_long = b64("n".repeat(65).as_bytes());
+    for (why, value) in [("not base64url", "%%%".to_string()), ("not UTF-8", b64(&[0xff, 0xfe])), ("65 characters", too_long), ("empty", String::new())] {
+        let (status, body) = open_with(&f, "dev_one", Some(&offer("devsec_one")), None, &[(header, &value)]).await.err().unwrap();
+        assert_eq!((status, body["code"].as_str()), (400, Some("invalid_device_name")), "{why}: {body}");
+    }
+    // 64 characters is the longest name and links.
+    let longest = b64("n".repeat(64).as_bytes());
+    let mut sock = open_with(&f, "dev_one", Some(&offer("devsec_one")), None, &[(header, &longest)]).await.expect("upgrade");
+    send(&mut sock, &hello("dev_one")).await;
+    assert_eq!(next_text(&mut sock).await["ok"], true);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

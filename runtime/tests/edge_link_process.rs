@@ -3,12 +3,15 @@
 //! enrolled by pairing through the edge's device registry (the same `edge.db`
 //! the server uses), the connector is approved through the same store, and an
 //! rmcp client with the resulting bearer calls each workstation by `device`.
+//! Then the operator's `device suspend|resume|revoke` on the edge host, which
+//! write the database from another process, reach a live link within seconds.
 
 mod edge_support;
 #[path = "edge_support/procs.rs"]
 mod procs;
 
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -50,7 +53,8 @@ struct Workstation {
 enum Mode {
     /// `herdr-mcp link --edge --workstation-id --credential-file`.
     Flags,
-    /// `herdr-mcp link` reading the `worker connect` credential.
+    /// `herdr-mcp link` reading the `worker connect` credential. The device is
+    /// paired without a name; its link offers the stored one.
     DeviceFile,
     /// `herdr-mcp serve --link`: the runtime holds the link itself.
     ServeLink,
@@ -58,7 +62,8 @@ enum Mode {
 
 async fn workstation(home: &Path, devices: &DeviceRegistry, issuer: &str, name: &str, file: &str, mode: Mode) -> Workstation {
     let pairing = devices.create_pairing(Some(120), None, "test").unwrap();
-    let enrolled = devices.consume_pairing(&pairing.pairing_id, &pairing.code, Some(name)).unwrap();
+    let pairing_name = (mode != Mode::DeviceFile).then_some(name);
+    let enrolled = devices.consume_pairing(&pairing.pairing_id, &pairing.code, pairing_name).unwrap();
     let root = home.join(format!("root-{name}"));
     std::fs::create_dir_all(&root).unwrap();
     std::fs::write(root.join(file), format!("this is {name}\n")).unwrap();
@@ -175,4 +180,73 @@ async fn separate_processes_edge_two_links_two_runtimes() {
     let still = call("herdr_inspect", json!({})).await;
     assert_eq!(still["structuredContent"]["code"], "device_ambiguous", "left and middle remain: {still}");
     client.cancel().await.ok();
+}
+
+fn log_of(w: &Workstation) -> String {
+    std::fs::read_to_string(&w.link_log).unwrap_or_default()
+}
+
+/// Successful links in a link log (lines of the "linked" event, not retries).
+fn links_in(log: &str) -> usize {
+    log.lines().filter(|l| l.contains("linked") && !l.contains("retrying")).count()
+}
+
+/// Runs `herdr-mcp device <verb> <id> [--confirm]` against the edge's state directory.
+fn operator(home: &Path, edge_dir: &Path, verb: &str, device_id: &str, confirm: bool) -> std::process::Output {
+    let mut c = command(home);
+    c.args(["device", verb, device_id, "--edge-dir"]).arg(edge_dir).stdout(Stdio::piped()).stderr(Stdio::piped());
+    if confirm {
+        c.arg("--confirm");
+    }
+    c.output().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operator_switches_from_another_process_reach_the_live_link() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let edge = EdgeProcess::start(home);
+    let edge_dir = edge.edge_dir.clone();
+    let store = Arc::new(EdgeStore::open(&edge_dir, Arc::new(SystemClock)).unwrap());
+    let devices = DeviceRegistry::new(Arc::clone(&store));
+    let mut w = workstation(home, &devices, &edge.base, "solo", "solo.txt", Mode::DeviceFile).await;
+
+    // Paired without a name, the device takes the one its link offers from device.json.
+    let named = poll("the link to name its device", || {
+        devices.device(&w.device_id).unwrap().filter(|d| d.name_source == "link" && links_in(&log_of(&w)) == 1)
+    })
+    .await;
+    assert_eq!(named.name, "solo");
+
+    let refused = operator(home, &edge_dir, "suspend", &w.device_id, false);
+    assert!(!refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("--confirm"));
+    assert_eq!(devices.device(&w.device_id).unwrap().unwrap().authorization, "active");
+
+    // Suspended from the terminal: the edge closes the link within about a second.
+    let start = Instant::now();
+    let out = operator(home, &edge_dir, "suspend", &w.device_id, true);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("suspended"));
+    poll("the link to be closed as suspended", || log_of(&w).contains("device suspended").then_some(())).await;
+    let suspended_after = start.elapsed();
+    assert!(suspended_after < Duration::from_secs(5), "took {suspended_after:?}; edge log:\n{}", edge.log_text());
+    eprintln!("suspend reached the live link after {suspended_after:?}");
+
+    // A suspended link keeps trying; resumed, it links again by itself.
+    let out = operator(home, &edge_dir, "resume", &w.device_id, true);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    poll("the link to come back after resume", || (links_in(&log_of(&w)) == 2).then_some(())).await;
+
+    // Revoked from the terminal: closed with 4401 within seconds, and the link stops for good.
+    let start = Instant::now();
+    let out = operator(home, &edge_dir, "revoke", &w.device_id, true);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    poll("the link to say device revoked", || log_of(&w).contains("device revoked").then_some(())).await;
+    let revoked_after = start.elapsed();
+    assert!(revoked_after < Duration::from_secs(5), "took {revoked_after:?}; edge log:\n{}", edge.log_text());
+    eprintln!("revoke reached the live link after {revoked_after:?}");
+    let link = w._link.as_mut().unwrap();
+    poll("the revoked link process to exit", || link.0.try_wait().unwrap()).await;
+    let again = operator(home, &edge_dir, "resume", &w.device_id, true);
+    assert!(!again.status.success() && String::from_utf8_lossy(&again.stderr).contains("device_revoked"));
 }

@@ -151,7 +151,7 @@ pub enum ConnectorCommand {
     },
 }
 
-fn open_store(dir: &Path) -> anyhow::Result<Arc<EdgeStore>> {
+pub(crate) fn open_store(dir: &Path) -> anyhow::Result<Arc<EdgeStore>> {
     Ok(Arc::new(EdgeStore::open(dir, Arc::new(SystemClock))?))
 }
 
@@ -201,6 +201,7 @@ fn serve(args: EdgeServeArgs) -> anyhow::Result<()> {
         crate::server::cancel_on_signals(shutdown.clone())?;
         let addr_file = args.addr_file.clone();
         let _follower = super::link_hub::follow_revocations(Arc::clone(&hub), revocations);
+        let _watcher = super::link_hub_watch::watch_registry(Arc::clone(&hub), super::link_hub_watch::WATCH_EVERY, shutdown.clone());
         super::http::serve(state, args.listen, Some(hub), tls, shutdown, move |addr| {
             if let Some(f) = addr_file {
                 // Written then renamed, so a poller never reads half an address.
@@ -238,7 +239,7 @@ pub fn run_connector(cmd: ConnectorCommand) -> anyhow::Result<()> {
     }
 }
 
-fn whoami() -> String {
+pub(crate) fn whoami() -> String {
     std::env::var("USER").ok().filter(|u| !u.is_empty()).unwrap_or_else(|| nix::unistd::getuid().to_string())
 }
 

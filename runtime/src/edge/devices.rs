@@ -12,11 +12,12 @@
 //!   `GET /devices` (never any secret).
 //! - [`DeviceRegistry::subscribe_revocations`] yields a [`DeviceRevoked`] for each
 //!   revocation made through this registry; the hub closes that device's open link
-//!   with 4401. A receiver that lags (`RecvError::Lagged`) must re-check its links
-//!   with [`DeviceRegistry::device`], since it may have missed some.
-//!
-//! Revocations go through the serving process (`POST /devices/revoke`, used by
-//! `herdr-mcp worker revoke`), which is why an in-process channel suffices.
+//!   with 4401 at once.
+//! - [`DeviceRegistry::generation`] is a counter that every change of a device's
+//!   authorization or credential raises, in the same transaction, whichever
+//!   process makes it. The operator's `device revoke|suspend|resume` write the
+//!   database directly, so the serving hub polls this counter (see
+//!   [`super::link_hub_watch`]) to close such a device's link within a second.
 //!
 //! At rest a device secret exists only as SHA-256 (`verifier_sha256`): it carries
 //! 256 random bits, so a plain hash is not brute-forceable. A revoked device keeps
@@ -29,6 +30,7 @@ use rusqlite::{OptionalExtension, Row, Transaction, params};
 use serde::Serialize;
 use tokio::sync::broadcast;
 
+use super::link_hub_auth::LinkAuthError;
 use super::secrets::{random_bytes, random_hex, same, sha256_hex};
 use super::store::EdgeStore;
 
@@ -50,6 +52,10 @@ pub struct Device {
     /// Equal to `device_id` for paired devices; the key of `/ws/<workstation_id>`.
     pub workstation_id: String,
     pub name: String,
+    /// Who chose `name`: `default` (generated at enrollment), `pairing`, `rename`
+    /// or `link` (the link's name header). Only a `default` name may be replaced
+    /// by the link's header, so a reconnect never undoes a choice.
+    pub name_source: String,
     pub aliases: Vec<String>,
     /// `active`, `suspended` or `revoked`.
     pub authorization: String,
@@ -75,38 +81,13 @@ pub struct DeviceRevoked {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum LinkAuthError {
-    #[error("the link credential does not match this workstation")]
-    Failed,
-    #[error("this device is revoked; enroll it again to get a new device id")]
-    Revoked,
-    #[error("this device is suspended")]
-    Suspended,
-    #[error("no device is enrolled under this workstation id")]
-    NotFound,
-    #[error("the device registry cannot be read: {0}")]
-    Unavailable(String),
-}
-
-impl LinkAuthError {
-    /// The wire code (spec §8).
-    pub fn code(&self) -> &'static str {
-        match self {
-            Self::Failed => "link_auth_failed",
-            Self::Revoked => "device_revoked",
-            Self::Suspended => "device_suspended",
-            Self::NotFound => "device_not_found",
-            Self::Unavailable(_) => "device_registry_unavailable",
-        }
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
 pub enum DeviceError {
     #[error("no device {0}")]
     NotFound(String),
     #[error("device {0} is already revoked")]
     AlreadyRevoked(String),
+    #[error("device {0} is suspended; resume it first")]
+    Suspended(String),
     #[error("{0}")]
     InvalidName(String),
     #[error("device registry: {0}")]
@@ -118,6 +99,7 @@ impl DeviceError {
         match self {
             Self::NotFound(_) => "device_not_found",
             Self::AlreadyRevoked(_) => "device_revoked",
+            Self::Suspended(_) => "device_suspended",
             Self::InvalidName(_) => "invalid_device_name",
             Self::Db(_) => "device_registry_unavailable",
         }
@@ -125,7 +107,7 @@ impl DeviceError {
     pub fn status(&self) -> u16 {
         match self {
             Self::NotFound(_) => 404,
-            Self::AlreadyRevoked(_) => 409,
+            Self::AlreadyRevoked(_) | Self::Suspended(_) => 409,
             Self::InvalidName(_) => 400,
             Self::Db(_) => 500,
         }
@@ -136,11 +118,17 @@ impl DeviceError {
 pub struct Enrolled {
     pub device: Device,
     pub device_secret: String,
+    /// True when a pairing re-keyed an existing device instead of creating one.
+    pub recovered_existing: bool,
 }
 
 impl std::fmt::Debug for Enrolled {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Enrolled").field("device", &self.device).field("device_secret", &"<redacted>").finish()
+        f.debug_struct("Enrolled")
+            .field("device", &self.device)
+            .field("device_secret", &"<redacted>")
+            .field("recovered_existing", &self.recovered_existing)
+            .finish()
     }
 }
 
@@ -150,7 +138,7 @@ pub struct DeviceRegistry {
 }
 
 const DEVICE_COLUMNS: &str = "device_id, workstation_id, name, aliases, authorization, scheduling, credential_id,
-     enrolled_at_ms, updated_at_ms, revoked_at_ms";
+     enrolled_at_ms, updated_at_ms, revoked_at_ms, name_source";
 
 fn device_from_row(r: &Row<'_>) -> rusqlite::Result<Device> {
     let aliases: String = r.get(3)?;
@@ -165,7 +153,14 @@ fn device_from_row(r: &Row<'_>) -> rusqlite::Result<Device> {
         enrolled_at_ms: r.get(7)?,
         updated_at_ms: r.get(8)?,
         revoked_at_ms: r.get(9)?,
+        name_source: r.get(10)?,
     })
+}
+
+/// Raises the registry generation; called in the transaction of every change to
+/// a device's authorization or credential.
+pub(crate) fn bump_generation(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute("UPDATE device_registry_state SET generation = generation + 1 WHERE id = 1", []).map(|_| ())
 }
 
 pub(crate) fn load_device(tx: &Transaction<'_>, column: &str, value: &str) -> rusqlite::Result<Option<Device>> {
@@ -249,9 +244,9 @@ impl DeviceRegistry {
             Ok(None) => return Err(LinkAuthError::NotFound),
             Err(e) => return Err(LinkAuthError::Unavailable(e.to_string())),
         };
-        let Some(verifier) = verifier else { return Err(LinkAuthError::Failed) };
+        let Some(verifier) = verifier else { return Err(LinkAuthError::Rejected) };
         if !secret.starts_with(SECRET_PREFIX) || !same(&sha256_hex(secret.as_bytes()), &verifier) {
-            return Err(LinkAuthError::Failed);
+            return Err(LinkAuthError::Rejected);
         }
         match device.authorization.as_str() {
             "active" => Ok(device),
@@ -263,8 +258,8 @@ impl DeviceRegistry {
     /// [`Self::verify_link`] for the `herdr-auth.<hex>` subprotocol, whose suffix is
     /// the hex of the secret's UTF-8 bytes.
     pub fn verify_link_hex(&self, workstation_id: &str, secret_hex: &str) -> Result<Device, LinkAuthError> {
-        let bytes = hex::decode(secret_hex).map_err(|_| LinkAuthError::Failed)?;
-        let secret = String::from_utf8(bytes).map_err(|_| LinkAuthError::Failed)?;
+        let bytes = hex::decode(secret_hex).map_err(|_| LinkAuthError::Rejected)?;
+        let secret = String::from_utf8(bytes).map_err(|_| LinkAuthError::Rejected)?;
         self.verify_link(workstation_id, &secret)
     }
 
@@ -274,6 +269,11 @@ impl DeviceRegistry {
             let mut stmt = tx.prepare(&format!("SELECT {DEVICE_COLUMNS} FROM devices ORDER BY enrolled_at_ms, device_id"))?;
             stmt.query_map([], device_from_row)?.collect::<rusqlite::Result<Vec<_>>>()
         })
+    }
+
+    /// The registry generation (see the module documentation): one cheap read.
+    pub fn generation(&self) -> rusqlite::Result<i64> {
+        self.store.read(|tx| tx.query_row("SELECT generation FROM device_registry_state WHERE id = 1", [], |r| r.get(0)))
     }
 
     pub fn device(&self, device_id: &str) -> rusqlite::Result<Option<Device>> {
@@ -300,8 +300,9 @@ impl DeviceRegistry {
                 d.aliases.drain(..excess);
             }
             d.updated_at_ms = now;
+            d.name_source = "rename".into();
             tx.execute(
-                "UPDATE devices SET name = ?2, aliases = ?3, updated_at_ms = ?4 WHERE device_id = ?1",
+                "UPDATE devices SET name = ?2, aliases = ?3, updated_at_ms = ?4, name_source = 'rename' WHERE device_id = ?1",
                 params![d.device_id, d.name, serde_json::to_string(&d.aliases).unwrap_or_else(|_| "[]".into()), now],
             )?;
             Ok(d)
@@ -323,6 +324,7 @@ impl DeviceRegistry {
                  WHERE device_id = ?1",
                 params![device_id, now, by],
             )?;
+            bump_generation(tx)?;
             d.authorization = "revoked".into();
             d.revoked_at_ms = Some(now);
             d.updated_at_ms = now;
@@ -338,31 +340,42 @@ impl DeviceRegistry {
 pub(crate) fn enroll(tx: &Transaction<'_>, name: Option<String>, now_ms: i64) -> rusqlite::Result<Enrolled> {
     let device_id = new_device_id(now_ms);
     let credential_id = format!("{CREDENTIAL_PREFIX}{}", random_hex::<16>());
-    let device_secret = format!("{SECRET_PREFIX}{}", random_hex::<32>());
     // The default name is the id's random tail: unique enough to select by, and
-    // replaced by `worker connect`, which sends the host name.
-    let name = name.unwrap_or_else(|| format!("device-{}", &device_id[device_id.len() - 6..].to_ascii_lowercase()));
+    // replaced by the name the device's link offers when it first connects.
+    let (name, source) = match name {
+        Some(n) => (n, "pairing"),
+        None => (format!("device-{}", &device_id[device_id.len() - 6..].to_ascii_lowercase()), "default"),
+    };
     tx.execute(
         "INSERT INTO devices (device_id, workstation_id, name, aliases, authorization, scheduling, credential_id,
-                              enrolled_at_ms, updated_at_ms)
-         VALUES (?1, ?1, ?2, '[]', 'active', 'enabled', ?3, ?4, ?4)",
-        params![device_id, name, credential_id, now_ms],
+                              enrolled_at_ms, updated_at_ms, name_source)
+         VALUES (?1, ?1, ?2, '[]', 'active', 'enabled', ?3, ?4, ?4, ?5)",
+        params![device_id, name, credential_id, now_ms, source],
     )?;
+    let device_secret = insert_credential(tx, &credential_id, &device_id, now_ms)?;
+    let device = load_device(tx, "device_id", &device_id)?.ok_or(rusqlite::Error::QueryReturnedNoRows)?;
+    Ok(Enrolled { device, device_secret, recovered_existing: false })
+}
+
+/// Stores the verifier of a fresh secret under `credential_id`; the secret itself,
+/// which exists in clear only in the caller's answer.
+pub(crate) fn insert_credential(tx: &Transaction<'_>, credential_id: &str, device_id: &str, now_ms: i64) -> rusqlite::Result<String> {
+    let device_secret = format!("{SECRET_PREFIX}{}", random_hex::<32>());
     tx.execute(
         "INSERT INTO device_credentials (credential_id, device_id, workstation_id, verifier_sha256, created_at_ms)
          VALUES (?1, ?2, ?2, ?3, ?4)",
         params![credential_id, device_id, sha256_hex(device_secret.as_bytes()), now_ms],
     )?;
-    let device = load_device(tx, "device_id", &device_id)?.ok_or(rusqlite::Error::QueryReturnedNoRows)?;
-    Ok(Enrolled { device, device_secret })
+    Ok(device_secret)
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::edge::clock::ManualClock;
 
-    fn registry() -> (tempfile::TempDir, DeviceRegistry) {
+    /// A registry on a fresh state directory (kept alive by the returned guard).
+    pub(crate) fn registry() -> (tempfile::TempDir, DeviceRegistry) {
         let tmp = tempfile::tempdir().unwrap();
         EdgeStore::init(tmp.path()).unwrap();
         let store = Arc::new(EdgeStore::open(tmp.path(), Arc::new(ManualClock::new(1_800_000_000_000))).unwrap());

@@ -96,6 +96,12 @@ pub enum DeviceCommand {
         #[command(flatten)]
         device: DeviceFileArgs,
     },
+    /// On the edge host: revoke a device for good (its link closes, it never reconnects).
+    Revoke(super::devices_admin::AdminArgs),
+    /// On the edge host: suspend a device (its link closes and is refused until resumed).
+    Suspend(super::devices_admin::AdminArgs),
+    /// On the edge host: resume a suspended device (its link may connect again).
+    Resume(super::devices_admin::AdminArgs),
 }
 
 /// One HTTP/1.1 exchange with the edge over TCP (loopback http) or TLS (https).
@@ -272,10 +278,15 @@ fn enrolled(args: &DeviceFileArgs) -> anyhow::Result<LocalDevice> {
 }
 
 fn rename(name: &str, args: &DeviceFileArgs) -> anyhow::Result<()> {
-    let me = enrolled(args)?;
+    let path = args.path()?;
+    let me = devices_local::load(&path)?;
     let body = json!({"workstation_id": me.workstation_id, "name": name});
     let v = call(&me.edge_origin, "/devices/rename-self", "POST", Some(body), Some(&me), args.ca_file.as_ref())?;
-    println!("renamed {} to {:?}", me.device_id, v.get("name").and_then(Value::as_str).unwrap_or(name));
+    let name = v.get("name").and_then(Value::as_str).ok_or_else(|| anyhow::anyhow!("the edge's answer lacks the new name"))?;
+    // The link offers the stored name; keep it equal to what the edge now uses.
+    devices_local::set_name(&path, name)
+        .map_err(|e| anyhow::anyhow!("the edge renamed {} to {name:?}, but the local credential kept the old name: {e}", me.device_id))?;
+    println!("renamed {} to {name:?}", me.device_id);
     Ok(())
 }
 
@@ -312,6 +323,9 @@ pub fn run_worker(cmd: WorkerCommand) -> anyhow::Result<()> {
 pub fn run_device(cmd: DeviceCommand) -> anyhow::Result<()> {
     match cmd {
         DeviceCommand::Rename { name, device } => rename(&name, &device),
+        DeviceCommand::Revoke(args) => super::devices_admin::run_admin(super::devices_admin::AdminAction::Revoke, args),
+        DeviceCommand::Suspend(args) => super::devices_admin::run_admin(super::devices_admin::AdminAction::Suspend, args),
+        DeviceCommand::Resume(args) => super::devices_admin::run_admin(super::devices_admin::AdminAction::Resume, args),
         DeviceCommand::List { json, device } => {
             let me = enrolled(&device)?;
             let v = call(&me.edge_origin, "/devices", "GET", None, Some(&me), device.ca_file.as_ref())?;

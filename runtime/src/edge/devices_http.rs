@@ -1,7 +1,8 @@
 //! Device routes (spec §2, §7):
 //! - `POST /devices/pairings {ttl_seconds?, name?}`: device credential; creates the pairing.
-//! - `POST /devices/pairings/consume {pairing_id, code, name?}`: no auth (the code is
-//!   the credential); returns the new device's secret once.
+//! - `POST /devices/pairings/consume {pairing_id, code, name?, recover_device_id?}`: no
+//!   auth (the code is the credential); returns the new (or, when recovering, the
+//!   re-keyed) device's secret once.
 //! - `GET /devices`: device credential; the inventory, never a secret.
 //! - `POST /devices/revoke {device_id, confirm: true}`: device credential.
 //! - `POST /devices/revoke-self {}` and `POST /devices/rename-self {workstation_id?, name}`:
@@ -28,7 +29,8 @@ use axum::routing::{get, post};
 use serde_json::{Map, Value, json};
 
 use super::EdgeState;
-use super::devices::{Device, DeviceError, LinkAuthError};
+use super::devices::{Device, DeviceError};
+use super::link_hub_auth::LinkAuthError;
 use super::http::{is_json, json_response, read_body};
 use super::pairing::PairingError;
 
@@ -149,7 +151,7 @@ async fn create_pairing(State(s): State<Arc<EdgeState>>, headers: HeaderMap, bod
 }
 
 async fn consume_pairing(State(s): State<Arc<EdgeState>>, headers: HeaderMap, body: Body) -> Response {
-    let obj = match object_body(&headers, body, &["pairing_id", "code", "name"]).await {
+    let obj = match object_body(&headers, body, &["pairing_id", "code", "name", "recover_device_id"]).await {
         Ok(o) => o,
         Err(r) => return r,
     };
@@ -157,7 +159,12 @@ async fn consume_pairing(State(s): State<Arc<EdgeState>>, headers: HeaderMap, bo
         (Ok(p), Ok(c), Ok(n)) => (p, c, n),
         (Err(r), _, _) | (_, Err(r), _) | (_, _, Err(r)) => return r,
     };
-    match s.devices.consume_pairing(pairing_id, code, name) {
+    let recover = match obj.get("recover_device_id") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(d)) => Some(d.as_str()),
+        Some(_) => return fail(400, "invalid_params", "recover_device_id must be a device id string"),
+    };
+    match s.devices.consume_pairing_recover(pairing_id, code, name, recover) {
         Ok(e) => json_response(
             200,
             json!({
@@ -167,7 +174,7 @@ async fn consume_pairing(State(s): State<Arc<EdgeState>>, headers: HeaderMap, bo
                 "credential_id": e.device.credential_id,
                 "device_secret": e.device_secret,
                 "name": e.device.name,
-                "recovered_existing": false,
+                "recovered_existing": e.recovered_existing,
             }),
         ),
         Err(e) => pairing_error(e),

@@ -1,9 +1,10 @@
 //! The device registry as the link hub's [`LinkAuthenticator`]: the hub asks it on
-//! every connect and heartbeat, so a revocation (from any process writing the same
-//! database) closes the device's link within one heartbeat, and the revocation
-//! channel ([`DeviceRegistry::subscribe_revocations`]) can close it at once.
+//! every connect and heartbeat, polls its generation to see changes made by other
+//! processes, and the revocation channel
+//! ([`DeviceRegistry::subscribe_revocations`]) closes a link at once when this
+//! process revokes.
 
-use super::devices::{self, Device, DeviceRegistry};
+use super::devices::{Device, DeviceRegistry};
 use super::link_hub_auth::{DeviceInfo, LinkAuthError, LinkAuthenticator};
 
 fn info(d: Device) -> DeviceInfo {
@@ -13,21 +14,24 @@ fn info(d: Device) -> DeviceInfo {
         name: d.name,
         authorization: d.authorization,
         scheduling: d.scheduling,
+        credential_id: d.credential_id,
     }
 }
 
 impl LinkAuthenticator for DeviceRegistry {
     fn verify_link(&self, workstation_id: &str, secret: &str) -> Result<DeviceInfo, LinkAuthError> {
-        DeviceRegistry::verify_link(self, workstation_id, secret).map(info).map_err(|e| match e {
-            devices::LinkAuthError::Failed => LinkAuthError::Rejected,
-            devices::LinkAuthError::Revoked => LinkAuthError::Revoked,
-            devices::LinkAuthError::Suspended => LinkAuthError::Suspended,
-            devices::LinkAuthError::NotFound => LinkAuthError::NotFound,
-            devices::LinkAuthError::Unavailable(m) => LinkAuthError::Unavailable(m),
-        })
+        DeviceRegistry::verify_link(self, workstation_id, secret).map(info)
     }
 
     fn list_devices(&self) -> Result<Vec<DeviceInfo>, String> {
         DeviceRegistry::list_devices(self).map(|all| all.into_iter().map(info).collect()).map_err(|e| e.to_string())
+    }
+
+    fn registry_generation(&self) -> Result<Option<i64>, String> {
+        self.generation().map(Some).map_err(|e| e.to_string())
+    }
+
+    fn offer_name(&self, device: &DeviceInfo, name: &str) -> Result<String, String> {
+        self.adopt_link_name(&device.device_id, name).map(|d| d.name).map_err(|e| e.to_string())
     }
 }

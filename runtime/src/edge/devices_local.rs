@@ -96,6 +96,20 @@ pub fn save(path: &Path, device: &LocalDevice) -> Result<(), LocalDeviceError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         crate::state::dir::ensure_private_dir(dir).map_err(|e| io(e.to_string()))?;
     }
+    write_private(path, device)
+}
+
+/// Records a new name for the enrolled device (after the edge accepted it).
+pub fn set_name(path: &Path, name: &str) -> Result<(), LocalDeviceError> {
+    let mut device = load(path)?;
+    device.name = name.to_string();
+    write_private(path, &device)
+}
+
+/// Writes `device` to `path` (0600) via a temporary file and rename, so a crash
+/// never leaves half a secret and a reader sees the old or the new file whole.
+fn write_private(path: &Path, device: &LocalDevice) -> Result<(), LocalDeviceError> {
+    let io = |message: String| LocalDeviceError::Io { path: path.display().to_string(), message };
     let tmp = path.with_extension("json.tmp");
     let _ = fs::remove_file(&tmp);
     let mut f = fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp).map_err(|e| io(e.to_string()))?;
@@ -132,5 +146,18 @@ mod tests {
         assert!(!format!("{:?}", sample()).contains("devsec_secret"));
         fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
         assert!(matches!(load(&path), Err(LocalDeviceError::Io { .. })));
+    }
+
+    #[test]
+    fn set_name_keeps_the_secret_and_the_mode() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join(FILE);
+        assert!(matches!(set_name(&path, "x"), Err(LocalDeviceError::NotEnrolled(_))));
+        save(&path, &sample()).unwrap();
+        set_name(&path, "desk").unwrap();
+        let after = load(&path).unwrap();
+        assert_eq!(after, LocalDevice { name: "desk".into(), ..sample() });
+        assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        assert!(!path.with_extension("json.tmp").exists());
     }
 }

@@ -128,15 +128,18 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Closes a device's link the moment this process revokes it (spec §6: the
-/// 4401 close). Revocations by other processes reach the hub at the link's next
-/// heartbeat instead.
+/// 4401 close). Changes made by other processes reach the hub through
+/// [`super::link_hub_watch`].
 pub fn follow_revocations(hub: Arc<LinkHub>, mut rx: broadcast::Receiver<DeviceRevoked>) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
             match rx.recv().await {
                 Ok(r) => hub.revoke(&r.workstation_id),
                 Err(broadcast::error::RecvError::Lagged(n)) => {
-                    tracing::warn!("{n} revocation notices were missed; heartbeats will catch those links");
+                    tracing::warn!("{n} revocation notices were missed; re-checking every link");
+                    if let Err(e) = hub.recheck() {
+                        tracing::warn!("device registry unreadable: {e}");
+                    }
                 }
                 Err(broadcast::error::RecvError::Closed) => break,
             }
@@ -232,6 +235,46 @@ impl LinkHub {
             conn.close(relay::close::DEVICE_REVOKED, "device revoked");
         }
         self.changed.notify_waiters();
+    }
+
+    /// Compares every live link with what the registry says about its device now
+    /// and closes, with 4401, each link it no longer admits: a revoked or vanished
+    /// device for good (tombstone), a suspended one until it is resumed, and one
+    /// whose credential was replaced (recovered by a pairing) because the link
+    /// still holds the dead one. In-flight work on a closed link settles as
+    /// `link_auth_failed`. Returns how many links were closed.
+    pub fn recheck(&self) -> Result<usize, String> {
+        let devices = self.auth.list_devices()?;
+        let live: Vec<Arc<LinkConn>> = lock(&self.links).values().cloned().collect();
+        let mut closed = 0;
+        for conn in live {
+            let ws = &conn.device.workstation_id;
+            let now = devices.iter().find(|d| d.workstation_id == *ws);
+            let reason = match now {
+                None => "device revoked",
+                Some(d) if d.authorization == "revoked" => "device revoked",
+                Some(d) if d.authorization == "suspended" => "device suspended",
+                Some(d) if d.credential_id != conn.device.credential_id => "device credential replaced",
+                Some(_) => continue,
+            };
+            closed += 1;
+            if reason == "device revoked" {
+                self.revoke(ws);
+                continue;
+            }
+            let mut links = lock(&self.links);
+            if links.get(ws).is_some_and(|c| c.conn_id == conn.conn_id) {
+                links.remove(ws);
+            }
+            drop(links);
+            conn.drop_all(true);
+            conn.close(relay::close::DEVICE_REVOKED, reason);
+            tracing::info!(workstation = %ws, conn = conn.conn_id, "link closed: {reason}");
+        }
+        if closed > 0 {
+            self.changed.notify_waiters();
+        }
+        Ok(closed)
     }
 
     /// Closes every link (edge shutdown).

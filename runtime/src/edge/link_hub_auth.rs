@@ -1,7 +1,9 @@
 //! Who may hold a workstation link, and which devices exist: the seam between
-//! the link hub and the device registry. The hub asks on every connect and every
-//! heartbeat, so a revocation made by another process (the operator CLI writes
-//! the same database) closes a live link within one heartbeat.
+//! the link hub and the device registry ([`super::devices`] implements it in
+//! [`super::devices_link`]). The hub asks on every connect and heartbeat, and
+//! re-checks its live links whenever [`LinkAuthenticator::registry_generation`]
+//! moves, so a revocation or suspension made by another process (the operator
+//! CLI writes the same database) closes a live link within about a second.
 
 use axum::http::HeaderMap;
 use axum::http::header;
@@ -19,15 +21,19 @@ pub struct DeviceInfo {
     pub authorization: String,
     /// `enabled`, or anything else, which means paused.
     pub scheduling: String,
+    /// The credential the device's link must present; a live link that was
+    /// admitted with another one is closed (the device was re-keyed).
+    pub credential_id: Option<String>,
 }
 
+/// Why a link credential is refused (the registry's and the hub's one answer).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LinkAuthError {
     #[error("the link credential is not valid for this workstation")]
     Rejected,
-    #[error("the device was revoked")]
+    #[error("this device is revoked; enroll it again to get a new device id")]
     Revoked,
-    #[error("the device is suspended")]
+    #[error("this device is suspended until the operator resumes it")]
     Suspended,
     #[error("no device has this workstation id")]
     NotFound,
@@ -53,6 +59,16 @@ pub trait LinkAuthenticator: Send + Sync {
     fn verify_link(&self, workstation_id: &str, secret: &str) -> Result<DeviceInfo, LinkAuthError>;
     /// Every enrolled device (revoked ones included: routing reports them by name).
     fn list_devices(&self) -> Result<Vec<DeviceInfo>, String>;
+    /// A counter that moves whenever a device's authorization or credential
+    /// changes; `None` when this registry cannot change behind the hub's back.
+    fn registry_generation(&self) -> Result<Option<i64>, String> {
+        Ok(None)
+    }
+    /// The name a device's link offers (`x-herdr-device-name-b64`). It is taken
+    /// only while the device still has its generated name; the name in effect.
+    fn offer_name(&self, device: &DeviceInfo, _name: &str) -> Result<String, String> {
+        Ok(device.name.clone())
+    }
 }
 
 /// An edge without a device registry: nothing may link.
@@ -109,6 +125,38 @@ pub fn read_offer(headers: &HeaderMap) -> Offer {
     Offer::Link { secret: from_protocol.or(from_header) }
 }
 
+/// The optional header with the device name a link offers, base64url of UTF-8.
+pub const NAME_HEADER: &str = "x-herdr-device-name-b64";
+/// Longest header value read: the padded base64 of [`super::devices::MAX_NAME_CHARS`]
+/// characters of up to 4 UTF-8 bytes each.
+pub const MAX_NAME_HEADER: usize = (super::devices::MAX_NAME_CHARS * 4).div_ceil(3) * 4;
+
+/// The offered device name, checked like any name; `Err` explains a bad header.
+pub fn read_offered_name(headers: &HeaderMap) -> Result<Option<String>, String> {
+    use base64::Engine;
+    let mut values = headers.get_all(NAME_HEADER).iter();
+    let Some(raw) = values.next() else { return Ok(None) };
+    if values.next().is_some() {
+        return Err(format!("only one {NAME_HEADER} header is allowed"));
+    }
+    if raw.len() > MAX_NAME_HEADER {
+        return Err(format!("{NAME_HEADER} is longer than {MAX_NAME_HEADER} characters"));
+    }
+    let text = raw.to_str().map_err(|_| format!("{NAME_HEADER} is not base64url"))?;
+    // Padding is optional in base64url; accept the value with or without it.
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(text.trim_end_matches('='))
+        .map_err(|_| format!("{NAME_HEADER} is not base64url"))?;
+    let name = String::from_utf8(bytes).map_err(|_| format!("{NAME_HEADER} does not hold UTF-8 text"))?;
+    super::devices::validate_name(&name).map(Some).map_err(|e| format!("{NAME_HEADER}: {e}"))
+}
+
+/// The header value a link sends for `name`.
+pub fn name_header_value(name: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(name.as_bytes())
+}
+
 /// The subprotocol entry a link sends for `secret`.
 pub fn auth_subprotocol(secret: &str) -> String {
     format!("{AUTH_SUBPROTOCOL_PREFIX}{}", hex::encode(secret.as_bytes()))
@@ -141,5 +189,40 @@ mod tests {
         assert!(matches!(read_offer(&headers(&[], None)), Offer::Bad(_)));
         assert!(matches!(read_offer(&headers(&[&format!("herdr-link.v1, {auth}, {auth}")], None)), Offer::Bad(_)));
         assert!(matches!(read_offer(&headers(&["herdr-link.v1, herdr-auth.zz"], None)), Offer::Bad(_)));
+    }
+
+    fn named(values: &[&str]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for v in values {
+            h.append(NAME_HEADER, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn offered_names() {
+        assert_eq!(read_offered_name(&HeaderMap::new()), Ok(None));
+        assert_eq!(read_offered_name(&named(&[&name_header_value("Büro-Mac")])), Ok(Some("Büro-Mac".into())));
+        // With padding too ("ab" encodes to "YWI=").
+        assert_eq!(read_offered_name(&named(&["YWI="])), Ok(Some("ab".into())));
+        // The longest name fits, in 4-byte characters as well; one more does not.
+        let longest = "😀".repeat(super::super::devices::MAX_NAME_CHARS);
+        assert_eq!(read_offered_name(&named(&[&name_header_value(&longest)])), Ok(Some(longest.clone())));
+        let over = format!("{longest}x");
+        let err = read_offered_name(&named(&[&name_header_value(&over)])).unwrap_err();
+        assert!(err.contains("1 to 64"), "{err}");
+        let bad = [
+            ("not base64", "***"),
+            ("standard alphabet", "+/+/"),
+            ("not UTF-8", "__79"),
+            ("control character", "YQdi"),
+            ("empty name", ""),
+            ("id lookalike", "ZGV2X3g"),
+        ];
+        for (why, v) in bad {
+            assert!(read_offered_name(&named(&[v])).is_err(), "{why}");
+        }
+        assert!(read_offered_name(&named(&["YWI", "YWI"])).unwrap_err().contains("only one"));
+        assert!(read_offered_name(&named(&[&"A".repeat(MAX_NAME_HEADER + 1)])).unwrap_err().contains("longer"));
     }
 }

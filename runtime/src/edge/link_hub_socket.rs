@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 
 use super::http::json_response;
 use super::link_hub::{LinkConn, LinkHub, Outbound, Outcome};
-use super::link_hub_auth::{DeviceInfo, LinkAuthError, Offer, read_offer};
+use super::link_hub_auth::{DeviceInfo, LinkAuthError, Offer, read_offer, read_offered_name};
 use super::relay::{self, Frame, FrameError, HelloAck, ReconnectHint, Sender, close};
 
 /// A link must say hello within this long (spec §8: 10 s handshake).
@@ -49,13 +49,17 @@ async fn upgrade(
     if let Err(m) = relay::check_id("workstation_id", &workstation_id, relay::MAX_WORKSTATION_ID) {
         return refuse(400, "bad_request", &m);
     }
+    let offered_name = match read_offered_name(&headers) {
+        Ok(n) => n,
+        Err(m) => return refuse(400, "invalid_device_name", &m),
+    };
     let Some(secret) = secret else {
         return refuse(401, LinkAuthError::Rejected.code(), "no link credential was offered");
     };
     if hub.is_tombstoned(&workstation_id) {
         return refuse(401, LinkAuthError::Revoked.code(), "this device was revoked");
     }
-    let device = match hub.authenticator().verify_link(&workstation_id, &secret) {
+    let mut device = match hub.authenticator().verify_link(&workstation_id, &secret) {
         Ok(d) => d,
         Err(e) => {
             if let LinkAuthError::Unavailable(m) = &e {
@@ -67,6 +71,14 @@ async fn upgrade(
     let Ok(ws) = ws else {
         return refuse(400, "bad_request", "expected a WebSocket upgrade");
     };
+    // Spec §8: the name sets a generated name once; a failure to store it is no
+    // reason to keep the workstation offline.
+    if let Some(name) = offered_name {
+        match hub.authenticator().offer_name(&device, &name) {
+            Ok(in_effect) => device.name = in_effect,
+            Err(e) => tracing::warn!(workstation = %workstation_id, "cannot store the offered device name: {e}"),
+        }
+    }
     // Room above the protocol limit, so an oversized frame is read and refused
     // with 1009 instead of tearing the socket down without a reason.
     ws.protocols([relay::SUBPROTOCOL])
@@ -230,20 +242,10 @@ fn on_frame(hub: &LinkHub, conn: &LinkConn, text: &str) -> Option<(u16, String)>
         Frame::Hello(_) => return Some((close::POLICY, "hello was already received".into())),
         Frame::Heartbeat(h) => {
             conn.observe(h.runtime, Some(h.active_requests));
-            // Re-check the credential's device: a revocation by another process
-            // (the operator CLI) reaches a live link here.
-            match hub.authenticator().list_devices() {
-                Ok(devs) => {
-                    let revoked = devs
-                        .iter()
-                        .find(|d| d.workstation_id == conn.device.workstation_id)
-                        .is_none_or(|d| d.authorization == "revoked");
-                    if revoked {
-                        hub.revoke(&conn.device.workstation_id);
-                        return Some((close::DEVICE_REVOKED, "device revoked".into()));
-                    }
-                }
-                Err(e) => tracing::warn!("device registry unreadable during heartbeat: {e}"),
+            // A backstop for registries without a generation to watch: a link the
+            // registry no longer admits is closed (its 4401 arrives through `out`).
+            if let Err(e) = hub.recheck() {
+                tracing::warn!("device registry unreadable during heartbeat: {e}");
             }
         }
         Frame::Status(s) => conn.observe(s.runtime, s.active_requests),

@@ -11,13 +11,15 @@
 //! - [`token`]: `/oauth/token`, codes and token rotation; bearer verification.
 //! - [`connectors`]: approve / list / revoke / cancel and the inactivity sweep.
 //! - [`mcp`]: the stateless `/mcp` endpoint and the [`mcp::WorkstationRouter`] seam.
-//! - [`relay`]: Relay protocol v1 frames; [`link_hub`] (+ `_socket`, `_auth`): the
+//! - [`relay`]: Relay protocol v1 frames; [`link_hub`] (+ `_socket`, `_auth`, `_watch`): the
 //!   workstation links at `/ws/<workstation_id>`; [`forward`] (+ `_route`,
 //!   `_errors`, `_pending`): the real [`mcp::WorkstationRouter`]; [`info`]: `/info`.
 //! - [`http`]: the router and the server loop; [`cli`]: `edge` and `connector` commands.
 //! - [`devices`]: the device registry and the link-credential check the link hub
-//!   uses; [`pairing`]: enrolling a new computer; [`devices_local`]: the credential
-//!   file on an enrolled workstation.
+//!   uses; [`devices_lifecycle`]: suspend, resume, re-key, the link-offered name;
+//!   [`pairing`]: enrolling a new computer; [`devices_local`]: the credential
+//!   file on an enrolled workstation; [`devices_admin`]: the operator's
+//!   `device revoke|suspend|resume` on the edge host.
 //!
 //! How the operator CLI reaches the state: it opens the same `edge.db` directly
 //! (see [`store`]). The edge exposes no admin route at all, so a connector's bearer
@@ -36,8 +38,10 @@ pub mod clock;
 pub mod connectors;
 pub mod dcr;
 pub mod devices;
+pub mod devices_admin;
 pub mod devices_cli;
 pub mod devices_http;
+pub mod devices_lifecycle;
 pub mod devices_link;
 pub mod devices_local;
 pub mod discovery;
@@ -51,6 +55,7 @@ pub mod info;
 pub mod link_hub;
 pub mod link_hub_auth;
 pub mod link_hub_socket;
+pub mod link_hub_watch;
 pub mod mcp;
 pub mod relay;
 pub mod pairing;

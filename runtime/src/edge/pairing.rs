@@ -9,10 +9,16 @@
 //! `pairing_rejected`, so a guesser learns nothing. At rest the pairing is keyed
 //! by SHA-256 of its id and its code is an HMAC under the deployment pepper, so a
 //! copy of the database alone neither reveals nor brute-forces the code.
+//!
+//! A consumer may name an existing active device (`recover_device_id`): the right
+//! code then re-keys that device instead of creating one (a computer that lost its
+//! credential keeps its id, name and history). The target is checked only after
+//! the code, so a guesser learns nothing about devices either.
 
 use rusqlite::{OptionalExtension, params};
 
 use super::devices::{DeviceError, DeviceRegistry, Enrolled, enroll, validate_name};
+use super::devices_lifecycle::rekey;
 use super::secrets::{hmac_hex, random_hex, same, sha256_hex, six_digit_code};
 
 pub const PAIRING_PREFIX: &str = "pair_";
@@ -54,6 +60,9 @@ pub enum PairingError {
     InvalidName(String),
     #[error("pairing rejected: the address or code is wrong, expired or locked")]
     Rejected,
+    /// The code was right but the device to recover cannot be (the pairing stays live).
+    #[error("cannot recover the device: {0}")]
+    Recover(DeviceError),
     #[error("device registry: {0}")]
     Db(#[from] rusqlite::Error),
 }
@@ -64,6 +73,7 @@ impl PairingError {
             Self::InvalidTtl => "invalid_pairing_ttl",
             Self::InvalidName(_) => "invalid_device_name",
             Self::Rejected => "pairing_rejected",
+            Self::Recover(e) => e.code(),
             Self::Db(_) => "device_registry_unavailable",
         }
     }
@@ -71,6 +81,7 @@ impl PairingError {
         match self {
             Self::InvalidTtl | Self::InvalidName(_) => 400,
             Self::Rejected => 401,
+            Self::Recover(e) => e.status(),
             Self::Db(_) => 500,
         }
     }
@@ -128,6 +139,18 @@ impl DeviceRegistry {
     /// deleted and a device with a fresh credential is created. A wrong code counts
     /// an attempt, and that count is committed even though the call fails.
     pub fn consume_pairing(&self, pairing_id: &str, code: &str, name: Option<&str>) -> Result<Enrolled, PairingError> {
+        self.consume_pairing_recover(pairing_id, code, name, None)
+    }
+
+    /// [`Self::consume_pairing`], or with `recover_device_id` a re-key of that
+    /// existing active device ([`Enrolled::recovered_existing`]).
+    pub fn consume_pairing_recover(
+        &self,
+        pairing_id: &str,
+        code: &str,
+        name: Option<&str>,
+        recover_device_id: Option<&str>,
+    ) -> Result<Enrolled, PairingError> {
         let name = name_or_error(name)?;
         if !is_pairing_id(pairing_id) {
             return Err(PairingError::Rejected);
@@ -159,6 +182,16 @@ impl DeviceRegistry {
                 let status = if attempts >= MAX_ATTEMPTS { "locked" } else { "live" };
                 tx.execute("UPDATE pairings SET attempts = ?2, status = ?3 WHERE pairing_key = ?1", params![key, attempts, status])?;
                 return Ok(Err(PairingError::Rejected));
+            }
+            if let Some(target) = recover_device_id {
+                return match rekey(tx, target, name.as_deref(), now) {
+                    Ok(e) => {
+                        tx.execute("DELETE FROM pairings WHERE pairing_key = ?1", [&key])?;
+                        Ok(Ok(e))
+                    }
+                    Err(DeviceError::Db(e)) => Err(e),
+                    Err(e) => Ok(Err(PairingError::Recover(e))),
+                };
             }
             tx.execute("DELETE FROM pairings WHERE pairing_key = ?1", [&key])?;
             enroll(tx, name.or(preset), now).map(Ok)
@@ -232,6 +265,38 @@ mod tests {
         }
         assert_eq!(reg.consume_pairing(&p3.pairing_id, &p3.code, None).unwrap_err().code(), "pairing_rejected");
         assert_eq!(reg.list_devices().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn recovery_rekeys_after_the_code_is_checked() {
+        let (_t, _c, reg) = registry();
+        let p = reg.create_pairing(None, None, "t").unwrap();
+        let first = reg.consume_pairing(&p.pairing_id, &p.code, Some("laptop")).unwrap();
+        assert!(!first.recovered_existing);
+        let id = first.device.device_id.clone();
+
+        let p = reg.create_pairing(None, None, "t").unwrap();
+        // A wrong code fails the same way whatever the target, and counts.
+        let err = reg.consume_pairing_recover(&p.pairing_id, &wrong(&p.code), None, Some("dev_nope")).unwrap_err();
+        assert_eq!(err.code(), "pairing_rejected");
+        // The right code with an unknown target: refused, the pairing stays usable.
+        let err = reg.consume_pairing_recover(&p.pairing_id, &p.code, None, Some("dev_nope")).unwrap_err();
+        assert_eq!((err.code(), err.status()), ("device_not_found", 404));
+        let r = reg.consume_pairing_recover(&p.pairing_id, &p.code, None, Some(&id)).unwrap();
+        assert!(r.recovered_existing);
+        assert_eq!((r.device.device_id.as_str(), r.device.name.as_str()), (id.as_str(), "laptop"));
+        assert_eq!(reg.verify_link(&id, &first.device_secret).unwrap_err().code(), "link_auth_failed");
+        assert!(reg.verify_link(&id, &r.device_secret).is_ok());
+        assert_eq!(reg.list_devices().unwrap().len(), 1);
+        // Spent.
+        assert_eq!(reg.consume_pairing_recover(&p.pairing_id, &p.code, None, Some(&id)).unwrap_err().code(), "pairing_rejected");
+
+        // A suspended or revoked device is not recovered.
+        reg.suspend(&id, "t").unwrap();
+        let p = reg.create_pairing(None, None, "t").unwrap();
+        assert_eq!(reg.consume_pairing_recover(&p.pairing_id, &p.code, None, Some(&id)).unwrap_err().code(), "device_suspended");
+        reg.revoke(&id, "t").unwrap();
+        assert_eq!(reg.consume_pairing_recover(&p.pairing_id, &p.code, None, Some(&id)).unwrap_err().code(), "device_revoked");
     }
 
     #[test]

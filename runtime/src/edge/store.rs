@@ -167,6 +167,11 @@ const MIGRATIONS: &[&str] = &[
     "ALTER TABLE link_requests ADD COLUMN request_hash TEXT;
     ALTER TABLE link_requests ADD COLUMN answer TEXT;
     CREATE INDEX link_requests_key ON link_requests(workstation_id, idempotency_key);",
+    // 5: who chose a device's name (a link may only replace a generated one), and the
+    // registry generation the serving hub polls to see other processes' changes.
+    "ALTER TABLE devices ADD COLUMN name_source TEXT NOT NULL DEFAULT 'pairing';
+    CREATE TABLE device_registry_state (id INTEGER PRIMARY KEY CHECK (id = 1), generation INTEGER NOT NULL);
+    INSERT INTO device_registry_state (id, generation) VALUES (1, 0);",
 ];
 
 pub struct EdgeStore {

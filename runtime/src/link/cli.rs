@@ -26,7 +26,8 @@ pub struct LinkArgs {
     /// The local runtime's Unix socket [default: as `serve`]
     #[arg(long, value_name = "PATH", env = crate::server::config::SOCKET_ENV)]
     pub socket: Option<PathBuf>,
-    /// Device name offered on first registration
+    /// Device name offered to the edge, which takes it only while the device has
+    /// no chosen name [default: the name in the device credential]
     #[arg(long)]
     pub name: Option<String>,
     /// Extra CA certificate (PEM) to trust for an https edge with a private CA
@@ -34,12 +35,12 @@ pub struct LinkArgs {
     pub ca_file: Option<PathBuf>,
 }
 
-/// Edge, workstation id and secret: flags and environment first, then the
-/// device credential file for whatever they leave out.
-fn identity(args: &LinkArgs) -> anyhow::Result<(String, String, String)> {
+/// Edge, workstation id, secret and offered name: flags and environment first,
+/// then the device credential file for whatever they leave out.
+fn identity(args: &LinkArgs) -> anyhow::Result<(String, String, String, Option<String>)> {
     let explicit_secret = args.credential_file.is_some() || std::env::var("HERDR_LINK_SECRET").is_ok_and(|s| !s.is_empty());
     if let (Some(edge), Some(ws), true) = (&args.edge, &args.workstation_id, explicit_secret) {
-        return Ok((edge.clone(), ws.clone(), read_secret(args.credential_file.as_ref())?));
+        return Ok((edge.clone(), ws.clone(), read_secret(args.credential_file.as_ref())?, args.name.clone()));
     }
     let path = crate::edge::devices_local::default_path()?;
     let device = crate::edge::devices_local::load(&path).map_err(|e| anyhow::anyhow!("{e} (or pass --edge, --workstation-id and --credential-file)"))?;
@@ -48,6 +49,7 @@ fn identity(args: &LinkArgs) -> anyhow::Result<(String, String, String)> {
         args.edge.clone().unwrap_or(device.edge_origin),
         args.workstation_id.clone().unwrap_or(device.workstation_id),
         secret,
+        Some(args.name.clone().unwrap_or(device.name)),
     ))
 }
 
@@ -61,7 +63,7 @@ pub fn enrolled_config(socket: PathBuf) -> anyhow::Result<LinkConfig> {
         workstation_id: device.workstation_id,
         secret: device.device_secret,
         socket,
-        name: None,
+        name: Some(device.name),
         ca_file: std::env::var_os("HERDR_LINK_CA_FILE").map(PathBuf::from),
     })
 }
@@ -88,7 +90,7 @@ fn read_secret(file: Option<&PathBuf>) -> anyhow::Result<String> {
 
 pub fn run_link(args: LinkArgs) -> anyhow::Result<()> {
     let env = |n: &str| std::env::var(n).ok();
-    let (edge, workstation_id, secret) = identity(&args)?;
+    let (edge, workstation_id, secret, name) = identity(&args)?;
     let socket = match args.socket {
         Some(s) => s,
         None => crate::server::config::default_socket_path(env("XDG_CONFIG_HOME").as_deref(), env("HOME").as_deref())?,
@@ -98,7 +100,7 @@ pub fn run_link(args: LinkArgs) -> anyhow::Result<()> {
         workstation_id,
         secret,
         socket,
-        name: args.name,
+        name,
         ca_file: args.ca_file,
     };
     let _ = tracing_subscriber::fmt()

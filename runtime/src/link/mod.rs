@@ -5,7 +5,8 @@
 //!
 //! Reconnects with exponential backoff; stops for good when the edge refuses the
 //! credential or closes with 4401 (device revoked), since retrying could never
-//! succeed and would only hammer the edge.
+//! succeed and would only hammer the edge. A suspended device is the exception:
+//! the operator may resume it, so the link keeps retrying at the backoff's pace.
 
 pub mod cli;
 pub mod connect;
@@ -50,6 +51,9 @@ impl std::fmt::Debug for LinkConfig {
 /// Links until `stop` (Ok) or a fatal refusal (Err with the reason).
 pub async fn run(cfg: LinkConfig, stop: CancellationToken) -> Result<(), String> {
     crate::edge::relay::check_id("workstation id", &cfg.workstation_id, crate::edge::relay::MAX_WORKSTATION_ID)?;
+    if let Some(name) = &cfg.name {
+        crate::edge::devices::validate_name(name).map_err(|e| format!("device name {name:?}: {e}"))?;
+    }
     let tls = connect::tls_config(cfg.ca_file.as_deref())?;
     let local = LocalRuntime::new(cfg.socket.clone());
     let started = Instant::now();

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::LinkConfig;
 use super::connect::{ConnectError, Ws, open};
 use super::local::LocalRuntime;
-use crate::edge::link_hub_auth::auth_subprotocol;
+use crate::edge::link_hub_auth::{NAME_HEADER, auth_subprotocol, name_header_value};
 use crate::edge::relay::{
     self, CancelAck, Frame, FrameError, Heartbeat, Hello, RuntimeIdentity, Sender, Status, ToolError, ToolRequest, ToolResult, close,
 };
@@ -63,6 +63,9 @@ fn refused(status: u16, body: Option<&[u8]>) -> End {
         .and_then(|v| v.get("code").and_then(Value::as_str).map(str::to_string))
         .unwrap_or_else(|| "unknown".into());
     match status {
+        401 if code == "device_suspended" => {
+            End::Retry { reason: "the device is suspended; retrying until the operator resumes it".into(), linked: false }
+        }
         401 | 403 => End::Fatal(format!("the edge refused the link credential ({status} {code})")),
         400 | 404 => End::Fatal(format!("the edge refused the link request ({status} {code})")),
         _ => End::Retry { reason: format!("the edge answered {status} {code}"), linked: false },
@@ -76,10 +79,9 @@ async fn connect(cfg: &LinkConfig, tls: &Arc<rustls::ClientConfig>) -> Result<Ws
     let value = HeaderValue::from_str(&protocols).map_err(|_| End::Fatal("the link credential is not printable".into()))?;
     req.headers_mut().insert("sec-websocket-protocol", value);
     if let Some(name) = &cfg.name {
-        use base64::Engine;
-        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(name.as_bytes());
-        if let Ok(v) = HeaderValue::from_str(&b64) {
-            req.headers_mut().insert("x-herdr-device-name-b64", v);
+        // base64url is plain ASCII, always a valid header value.
+        if let Ok(v) = HeaderValue::from_str(&name_header_value(name)) {
+            req.headers_mut().insert(NAME_HEADER, v);
         }
     }
     // Room above the protocol limit: an oversized frame is read, then refused with 1009.
@@ -143,6 +145,9 @@ async fn handshake(ws: &mut Ws, cfg: &LinkConfig, boot_id: &str, runtime: Runtim
 
 fn closed(frame: Option<(u16, String)>) -> End {
     match frame {
+        Some((code, reason)) if code == close::DEVICE_REVOKED && reason.starts_with("device suspended") => {
+            End::Retry { reason: format!("the edge closed the link: {reason}; retrying until the operator resumes it"), linked: false }
+        }
         Some((code, reason)) if code == close::DEVICE_REVOKED => End::Fatal(format!("the edge closed the link: device revoked ({reason})")),
         Some((code, reason)) => End::Retry { reason: format!("the edge closed the link ({code} {reason})"), linked: true },
         None => End::Retry { reason: "the edge closed the link".into(), linked: true },

@@ -361,6 +361,7 @@ impl TestDevices {
             name: name.into(),
             authorization: "active".into(),
             scheduling: "enabled".into(),
+            credential_id: None,
         };
         self.0.lock().unwrap().push((d, secret.into()));
     }
@@ -368,6 +369,13 @@ impl TestDevices {
     pub fn set_authorization(&self, device_id: &str, authorization: &str) {
         for (d, _) in self.0.lock().unwrap().iter_mut().filter(|(d, _)| d.device_id == device_id) {
             d.authorization = authorization.into();
+        }
+    }
+
+    /// As a re-key leaves the registry: the device's credential is another one.
+    pub fn set_credential(&self, device_id: &str, credential_id: Option<&str>) {
+        for (d, _) in self.0.lock().unwrap().iter_mut().filter(|(d, _)| d.device_id == device_id) {
+            d.credential_id = credential_id.map(str::to_string);
         }
     }
 }
