@@ -2,7 +2,8 @@
 //! `edge serve` runs, `worker connect` on a pty (the code typed at a no-echo
 //! prompt) enrolls a first computer, which then `worker pair`s a second one;
 //! `device list`, `worker rename`, `worker revoke --confirm`, and the revoked
-//! computer's credential refused afterwards.
+//! computer's credential refused afterwards; last, `worker connect --recover`
+//! re-keys the first computer's device.
 
 #[path = "edge_support/procs.rs"]
 mod procs;
@@ -20,8 +21,13 @@ use serde_json::Value;
 /// Runs `worker connect` on a fresh pty, typing `code` at the prompt. Returns
 /// (exit ok, terminal transcript, stdout).
 fn connect_on_pty(home: &Path, device_file: &Path, address: &str, name: &str, code: &str) -> (bool, String, String) {
+    connect_with(home, device_file, address, &["--name", name], code)
+}
+
+/// [`connect_on_pty`] with any extra `worker connect` arguments.
+fn connect_with(home: &Path, device_file: &Path, address: &str, extra: &[&str], code: &str) -> (bool, String, String) {
     let mut cmd = command(home);
-    cmd.args(["worker", "connect", address, "--name", name, "--device-file"]).arg(device_file);
+    cmd.args(["worker", "connect", address]).args(extra).arg("--device-file").arg(device_file);
     let mut pty = PtySession::spawn(cmd, DEADLINE);
     pty.wait_for_prompt("Pairing code", 1);
     pty.type_line(code);
@@ -102,4 +108,21 @@ fn pairing_enrollment_and_revocation_with_real_processes() {
     assert!(op.status.success(), "{}", String::from_utf8_lossy(&op.stderr));
     let bad_ttl = command(&home).args(["edge", "pair", "--issuer", &base, "--ttl", "59", "--edge-dir"]).arg(&edge_dir).output().unwrap();
     assert!(!bad_ttl.status.success() && String::from_utf8_lossy(&bad_ttl.stderr).contains("60"));
+
+    // The first computer lost its credential: the operator's pairing recovers its
+    // device, same id and name, new secret; the old secret is dead.
+    let op_out = String::from_utf8_lossy(&op.stdout).to_string();
+    let (op_address, op_code) = (line_after(&op_out, "pairing address:"), line_after(&op_out, "code:"));
+    let recovered = home.join("first-again").join("device.json");
+    let (ok, transcript, out) = connect_with(&home, &recovered, op_address, &["--recover", &first_id], op_code);
+    assert!(ok, "{transcript}");
+    assert!(out.contains(&format!("recovered {first_id} as \"first\"")), "{out}");
+    let cred2: Value = serde_json::from_str(&std::fs::read_to_string(&recovered).unwrap()).unwrap();
+    assert_eq!(cred2["device_id"], first_id.as_str());
+    assert_ne!(cred2["device_secret"], cred["device_secret"]);
+    let old = run(&home, &["device", "list"], &first);
+    assert!(String::from_utf8_lossy(&old.stderr).contains("device_auth_required"), "{}", String::from_utf8_lossy(&old.stderr));
+    let now = run(&home, &["device", "list", "--json"], &recovered);
+    assert!(now.status.success(), "{}", String::from_utf8_lossy(&now.stderr));
+    assert_eq!(serde_json::from_slice::<Value>(&now.stdout).unwrap()["devices"].as_array().unwrap().len(), 2);
 }

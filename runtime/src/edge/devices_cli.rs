@@ -57,9 +57,13 @@ pub enum WorkerCommand {
     Connect {
         /// The address `worker pair` or `edge init` printed (`https://edge/pair#pair_…`)
         address: String,
-        /// This device's name [default: the host name]
+        /// This device's name [default: the host name; with --recover, the name it has]
         #[arg(long)]
         name: Option<String>,
+        /// Recover this existing device (dev_…) of a computer that lost its
+        /// credential: it keeps its id and name, its old secret stops working
+        #[arg(long, value_name = "DEVICE_ID")]
+        recover: Option<String>,
         #[command(flatten)]
         device: DeviceFileArgs,
     },
@@ -221,22 +225,28 @@ pub fn parse_address(address: &str) -> anyhow::Result<(String, String)> {
     Ok((origin, pairing_id))
 }
 
-fn connect(address: &str, name: Option<String>, args: &DeviceFileArgs) -> anyhow::Result<()> {
+fn connect(address: &str, name: Option<String>, recover: Option<String>, args: &DeviceFileArgs) -> anyhow::Result<()> {
     let (origin, pairing_id) = parse_address(address)?;
     let path = args.path()?;
     if let Ok(existing) = devices_local::load(&path) {
         anyhow::bail!("this computer is already enrolled as {} ({}); remove that file to enroll again", existing.device_id, path.display());
     }
-    let name = match name {
-        Some(n) => Some(validate_name(&n).map_err(|e| anyhow::anyhow!("{e}"))?),
-        None => host_name(),
+    let name = match (name, &recover) {
+        (Some(n), _) => Some(validate_name(&n).map_err(|e| anyhow::anyhow!("{e}"))?),
+        // A recovered device keeps the name it has unless one is asked for.
+        (None, Some(_)) => None,
+        (None, None) => host_name(),
     };
     let code = read_code_no_echo("Pairing code (6 digits): ")?;
     let mut body = json!({"pairing_id": pairing_id, "code": code});
     if let Some(n) = &name {
         body["name"] = json!(n);
     }
+    if let Some(d) = &recover {
+        body["recover_device_id"] = json!(d);
+    }
     let v = call(&origin, "/devices/pairings/consume", "POST", Some(body), None, args.ca_file.as_ref())?;
+    let recovered = v.get("recovered_existing").and_then(Value::as_bool).unwrap_or(false);
     let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string).ok_or_else(|| anyhow::anyhow!("the edge's answer lacks {k}"));
     let device = LocalDevice {
         edge_origin: origin.clone(),
@@ -248,11 +258,17 @@ fn connect(address: &str, name: Option<String>, args: &DeviceFileArgs) -> anyhow
         enrolled_at_ms: crate::edge::clock::Clock::now_ms(&crate::edge::clock::SystemClock),
     };
     if let Err(e) = devices_local::save(&path, &device) {
+        if recovered {
+            // Revoking would destroy the very device being recovered; another
+            // pairing with --recover can re-key it again.
+            anyhow::bail!("cannot store the device credential ({e}); run connect --recover {} again with a new pairing", device.device_id);
+        }
         // An enrolled device whose secret is lost would stay listed forever: undo it.
         let undo = call(&origin, "/devices/revoke-self", "POST", None, Some(&device), args.ca_file.as_ref());
         anyhow::bail!("cannot store the device credential ({e}); the enrollment was {}", if undo.is_ok() { "revoked" } else { "left behind" });
     }
-    println!("enrolled {} as {:?} with {origin}", device.device_id, device.name);
+    let verb = if recovered { "recovered" } else { "enrolled" };
+    println!("{verb} {} as {:?} with {origin}", device.device_id, device.name);
     println!("device secret (shown once; stored 0600 in {}): {}", path.display(), device.device_secret);
     Ok(())
 }
@@ -305,7 +321,7 @@ pub fn run_worker(cmd: WorkerCommand) -> anyhow::Result<()> {
             print_pairing(&format!("{}/pair#{id}", origin.trim_end_matches('/')), code, v.get("expires_at_ms").and_then(Value::as_i64).unwrap_or(0));
             Ok(())
         }
-        WorkerCommand::Connect { address, name, device } => connect(&address, name, &device),
+        WorkerCommand::Connect { address, name, recover, device } => connect(&address, name, recover, &device),
         WorkerCommand::Rename { name, device } => rename(&name, &device),
         WorkerCommand::Revoke { device_id, confirm, device } => {
             if !confirm {

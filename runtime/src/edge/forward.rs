@@ -140,7 +140,7 @@ impl LinkRouter {
             }
             Ok(Ok(Outcome::Dropped { revoked: true })) => {
                 finish("uncertain", "link_auth_failed", None);
-                Err(fail(Failure::new("link_auth_failed", "the device was revoked while the request was in flight", false, DeliveryState::DeliveryUnknown)))
+                Err(fail(Failure::new("link_auth_failed", "the device's link was closed (revoked, suspended or re-keyed) while the request was in flight", false, DeliveryState::DeliveryUnknown)))
             }
             Ok(Ok(Outcome::Dropped { revoked: false })) | Ok(Err(_)) => {
                 finish("uncertain", "link_lost", None);

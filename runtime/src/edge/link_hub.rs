@@ -27,7 +27,8 @@ pub const STALE_AFTER: Duration = Duration::from_secs(45);
 pub enum Outcome {
     Result(ToolResult),
     Error(ToolError),
-    /// The link ended before an answer; `revoked` when its device was revoked.
+    /// The link ended before an answer; `revoked` when the registry withdrew its
+    /// device (revoked, suspended or re-keyed).
     Dropped { revoked: bool },
 }
 
