@@ -157,6 +157,9 @@ pub struct LinkHub {
     /// if the registry answer lags.
     tombstones: Mutex<HashSet<String>>,
     next_conn: AtomicU64,
+    /// Links registered so far; the registry watcher re-checks when it moves, so
+    /// a link admitted just before a change it already saw is checked too.
+    registrations: AtomicU64,
     changed: Notify,
 }
 
@@ -168,6 +171,7 @@ impl LinkHub {
             links: Mutex::new(HashMap::new()),
             tombstones: Mutex::new(HashSet::new()),
             next_conn: AtomicU64::new(1),
+            registrations: AtomicU64::new(0),
             changed: Notify::new(),
         })
     }
@@ -180,6 +184,11 @@ impl LinkHub {
         self.next_conn.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// How many links have been registered (see [`super::link_hub_watch`]).
+    pub fn registrations(&self) -> u64 {
+        self.registrations.load(Ordering::SeqCst)
+    }
+
     pub fn is_tombstoned(&self, workstation_id: &str) -> bool {
         lock(&self.tombstones).contains(workstation_id)
     }
@@ -188,6 +197,7 @@ impl LinkHub {
     /// newer socket retires the older), and its waiting requests are dropped.
     pub(crate) fn register(&self, conn: Arc<LinkConn>) {
         let old = lock(&self.links).insert(conn.device.workstation_id.clone(), conn);
+        self.registrations.fetch_add(1, Ordering::SeqCst);
         if let Some(old) = old {
             old.close(relay::close::SUPERSEDED, "a newer link of this workstation took over");
             old.drop_all(false);

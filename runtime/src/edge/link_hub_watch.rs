@@ -3,7 +3,8 @@
 //! write the registry (possibly from another process), and raise its generation.
 //! Polling that one counter is a single-row read, cheap enough to do every second,
 //! and when it moves the hub re-checks all its live links
-//! ([`LinkHub::recheck`]).
+//! ([`LinkHub::recheck`]). A link registered since the last re-check triggers one
+//! too: it may have been admitted just before a change the watcher already saw.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +22,7 @@ pub fn watch_registry(hub: Arc<LinkHub>, every: Duration, stop: CancellationToke
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut seen: Option<i64> = None;
+        let mut seen: Option<(i64, u64)> = None;
         let mut failing = false;
         loop {
             tokio::select! {
@@ -41,15 +42,83 @@ pub fn watch_registry(hub: Arc<LinkHub>, every: Duration, stop: CancellationToke
                 }
             };
             failing = false;
-            if seen == Some(generation) {
+            // Read before the re-check: a link registered during it moves the
+            // count again and is re-checked on the next tick.
+            let now = (generation, hub.registrations());
+            if seen == Some(now) {
                 continue;
             }
             // The first reading re-checks too: a change made while this edge was
             // starting must not wait for the next one.
             match hub.recheck() {
-                Ok(_) => seen = Some(generation),
+                Ok(_) => seen = Some(now),
                 Err(e) => tracing::warn!("device registry unreadable during a re-check: {e}"),
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use tokio::sync::mpsc;
+
+    use super::*;
+    use crate::edge::link_hub::{LinkConn, Outbound};
+    use crate::edge::link_hub_auth::{DeviceInfo, LinkAuthError, LinkAuthenticator};
+    use crate::edge::relay::{Hello, close};
+
+    /// A registry whose generation never moves: only registrations can prompt a re-check.
+    struct Fixed(Mutex<Vec<DeviceInfo>>);
+
+    impl LinkAuthenticator for Fixed {
+        fn verify_link(&self, _: &str, _: &str) -> Result<DeviceInfo, LinkAuthError> {
+            Err(LinkAuthError::Rejected)
+        }
+        fn list_devices(&self) -> Result<Vec<DeviceInfo>, String> {
+            Ok(self.0.lock().unwrap().clone())
+        }
+        fn registry_generation(&self) -> Result<Option<i64>, String> {
+            Ok(Some(7))
+        }
+    }
+
+    fn device(authorization: &str) -> DeviceInfo {
+        DeviceInfo {
+            device_id: "dev_a".into(),
+            workstation_id: "dev_a".into(),
+            name: "a".into(),
+            authorization: authorization.into(),
+            scheduling: "enabled".into(),
+            credential_id: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_link_admitted_after_an_unseen_change_is_checked_when_it_registers() {
+        let registry = Arc::new(Fixed(Mutex::new(vec![device("active")])));
+        let hub = LinkHub::new(registry.clone(), (1, "sha256:x".into()));
+        let stop = CancellationToken::new();
+        let watcher = watch_registry(Arc::clone(&hub), Duration::from_millis(10), stop.clone());
+        // The watcher's first re-check happens while the device is still active;
+        // then it is suspended without the generation moving (the change raced it).
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        *registry.0.lock().unwrap() = vec![device("suspended")];
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let hello = Hello {
+            workstation_id: "dev_a".into(),
+            boot_id: "b".into(),
+            link_version: "t".into(),
+            connected_at_ms: None,
+            capabilities: vec![],
+            runtime: None,
+        };
+        hub.register(Arc::new(LinkConn::new(hub.next_conn_id(), device("active"), hello, tx)));
+        let closed = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.expect("closed in time");
+        assert!(matches!(closed, Some(Outbound::Close(code, ref why)) if code == close::DEVICE_REVOKED && why == "device suspended"));
+        assert!(hub.link("dev_a").is_none());
+        stop.cancel();
+        watcher.await.unwrap();
+    }
 }
