@@ -13,6 +13,7 @@ use std::time::Duration;
 use exec_support::{poll, test_config};
 use herdr_mcp::exec::ExecRegistry;
 use herdr_mcp::exec::backend::BackendChoice;
+use herdr_mcp::exec::procfs;
 use herdr_mcp::exec::workspaces::StandaloneWorkspaces;
 use herdr_mcp::herdr::HerdrService;
 use herdr_mcp::herdr::utility_pane::LABEL;
@@ -151,7 +152,6 @@ async fn a_new_pane_without_a_prompt_or_a_failing_split_is_reported() {
 }
 
 #[tokio::test]
-#[ignore = "flaky under CI load (the pane stayed busy after ctrl+c once); the interrupt may land before `sleep` runs — wait for the child before killing, then re-enable"]
 async fn a_timed_out_command_keeps_running_and_kill_interrupts_the_pane() {
     let rig = make_rig(true).await;
     let out = exec(&rig, json!({"workspace": "w1", "command": "echo started; sleep 30; echo never", "timeout_ms": 400})).await;
@@ -169,6 +169,11 @@ async fn a_timed_out_command_keeps_running_and_kill_interrupts_the_pane() {
     // While it runs, the pane is busy for anyone else.
     let busy = exec(&rig, json!({"workspace": "w1", "command": "true"})).await;
     assert_eq!(busy["code"], "utility_pane_not_ready", "{busy}");
+    // Interrupt only once `sleep` itself runs: a Ctrl-C that lands between the
+    // shell's fork and the child's exec is lost with the shell's handler in the
+    // child, and the pane would then stay busy for the full 30 s.
+    let job = rig.sim.pane_job(&pane).expect("the pane runs the command");
+    poll(WAIT, || async { runs_program(job, "sleep").then_some(()) }).await.expect("the command reaches `sleep`");
 
     let killed = call(&rig.ctx, "herdr_exec_kill", json!({"session_id": id})).await.payload;
     assert_eq!((killed["killed"].clone(), killed["pane_interrupted"].clone()), (json!(true), json!(true)), "{killed}");
@@ -181,6 +186,11 @@ async fn a_timed_out_command_keeps_running_and_kill_interrupts_the_pane() {
     .await
     .expect("the pane is free after the interrupt");
     assert_eq!(next["pane_id"], pane);
+}
+
+/// Whether a process named `program` runs in process group `pgid`.
+fn runs_program(pgid: i32, program: &str) -> bool {
+    procfs::group_members(pgid).iter().any(|m| procfs::name(m.pid).as_deref() == Some(program))
 }
 
 #[tokio::test]

@@ -52,6 +52,12 @@ pub fn group_members(pgid: i32) -> Vec<ProcStat> {
         .collect()
 }
 
+/// The program name of `pid` (`/proc/<pid>/comm`); it changes at `exec`, so it
+/// tells a forked shell from the program it is about to become.
+pub fn name(pid: i32) -> Option<String> {
+    Some(fs::read_to_string(format!("/proc/{pid}/comm")).ok()?.trim_end_matches('\n').to_string())
+}
+
 /// Whether `pid` runs with `HERDR_MCP_EXEC_ID=<session_id>` in its environment
 /// (readable only for our own processes, which is the point).
 pub fn has_exec_id(pid: i32, session_id: &str) -> bool {
@@ -78,5 +84,9 @@ mod tests {
         assert_eq!(me.pid, std::process::id() as i32);
         assert!(!me.is_zombie());
         assert!(group_members(me.pgrp).iter().any(|m| m.pid == me.pid));
+        let exe = std::env::current_exe().unwrap();
+        let expected: String = exe.file_name().unwrap().to_str().unwrap().chars().take(15).collect();
+        assert_eq!(name(me.pid).as_deref(), Some(expected.as_str()), "comm is the executable's name cut to 15 bytes");
+        assert_eq!(name(-1), None);
     }
 }

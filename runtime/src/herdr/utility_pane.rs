@@ -235,18 +235,36 @@ mod tests {
     }
 
     #[tokio::test]
-    #[ignore = "flaky under CI load (once reported exit 0 after SIGINT); the interrupt may land before `sleep` runs — wait for the child before signalling, then re-enable"]
     async fn ctrl_c_in_the_pane_ends_the_command_and_still_reports_its_status() {
         use std::os::unix::process::CommandExt;
         let dir = tempfile::tempdir().unwrap();
         let h = Handoff::new(dir.path(), "op2");
         let line = h.pane_line(Path::new("/bin/sh"), dir.path(), "echo before; sleep 30; echo after");
-        // The terminal's foreground job: its own process group, as the pane's shell makes it.
-        let mut job = std::process::Command::new("/bin/sh").arg("-c").arg(line.trim()).process_group(0).spawn().unwrap();
+        // The terminal's foreground job: its own process group, as the pane's shell
+        // makes it, with Ctrl-C at its default action whatever this test process
+        // inherited (a shell starts background jobs with SIGINT ignored, and an
+        // ignored signal can be neither trapped nor reset by `sh`).
+        let mut job = std::process::Command::new("/bin/sh");
+        job.arg("-c").arg(line.trim()).process_group(0);
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            job.pre_exec(|| {
+                nix::sys::signal::signal(nix::sys::signal::Signal::SIGINT, nix::sys::signal::SigHandler::SigDfl)
+                    .map(|_| ())
+                    .map_err(std::io::Error::from)
+            });
+        }
+        let mut job = job.spawn().unwrap();
         let pgid = nix::unistd::Pid::from_raw(job.id() as i32);
         let started = std::time::Instant::now();
-        while std::fs::read_to_string(&h.output).map_or(true, |o| !o.contains("before")) {
-            assert!(started.elapsed() < Duration::from_secs(10), "the command never started");
+        // Signal only once `sleep` itself runs: a Ctrl-C that lands between the
+        // shell's fork and the child's exec reaches a copy of the shell's handler and
+        // is lost with it, so `sleep` would run its full 30 s.
+        let sleeping = || {
+            crate::exec::procfs::group_members(pgid.as_raw()).iter().any(|m| crate::exec::procfs::name(m.pid).as_deref() == Some("sleep"))
+        };
+        while !sleeping() {
+            assert!(started.elapsed() < Duration::from_secs(10), "the command never reached `sleep`");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGINT).unwrap();

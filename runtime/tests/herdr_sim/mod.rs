@@ -634,6 +634,11 @@ impl HerdrSim {
         self.shared.state.lock().unwrap().shell.no_prompt = no_prompt;
     }
 
+    /// The process group of the job running in a pane, if one runs.
+    pub fn pane_job(&self, pane_id: &str) -> Option<i32> {
+        self.shared.state.lock().unwrap().shell.foreground_job(pane_id).map(|pid| pid as i32)
+    }
+
     /// Keys sent to panes, in order.
     pub fn keys_sent(&self) -> Vec<(String, Vec<String>)> {
         self.shared.state.lock().unwrap().shell.keys.clone()

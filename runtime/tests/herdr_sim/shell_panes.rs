@@ -61,15 +61,26 @@ impl ShellPanes {
         if !self.shells.contains(pane) || !text.ends_with('\n') {
             return Ok(());
         }
-        let child = Command::new("/bin/sh")
-            .arg("-c")
+        let mut job = Command::new("/bin/sh");
+        job.arg("-c")
             .arg(text.trim_end_matches('\n'))
             .current_dir(cwd)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()?;
+            .process_group(0);
+        // A terminal's foreground job starts with Ctrl-C at its default action,
+        // whatever the simulator inherited (a shell starts background jobs with
+        // SIGINT ignored, and `sh` can neither trap nor reset an ignored signal).
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            job.pre_exec(|| {
+                nix::sys::signal::signal(nix::sys::signal::Signal::SIGINT, nix::sys::signal::SigHandler::SigDfl)
+                    .map(|_| ())
+                    .map_err(std::io::Error::from)
+            });
+        }
+        let child = job.spawn()?;
         self.jobs.insert(pane.to_string(), child);
         Ok(())
     }
