@@ -185,7 +185,7 @@ fn serve(args: EdgeServeArgs) -> anyhow::Result<()> {
     }
     let (catalog, contract) = local_runtime_contract();
     let devices = Arc::new(DeviceRegistry::new(Arc::clone(&store)));
-    let hub = LinkHub::new(Arc::clone(&devices) as Arc<dyn super::link_hub_auth::LinkAuthenticator>, contract);
+    let hub = LinkHub::new(Arc::clone(&devices) as Arc<dyn super::link_hub_auth::LinkAuthenticator>, contract, Arc::clone(&store));
     let revocations = devices.subscribe_revocations();
     let router = LinkRouter::new(Arc::clone(&hub), Arc::clone(&store), catalog);
     let state = Arc::new(EdgeState { config, store, router: Arc::new(router), devices, allow_loopback_cimd: false });

@@ -366,4 +366,31 @@ mod tests {
         assert_eq!(completed, ["done1"]);
         assert_eq!(resume_of(&s, "ws2").unwrap(), (vec![], vec![]));
     }
+
+    #[test]
+    fn the_largest_resume_fits_one_link_frame() {
+        use crate::edge::relay::{Frame, HelloAck, MAX_LINK_INBOUND, Sender};
+        // resume_of's own caps, every entry at its widest: 32-hex ids as the edge
+        // makes them, the longest tool name, a 13-digit deadline.
+        let id = |i: i64| format!("{i:032x}");
+        let resume = (0..MAX_PENDING + MAX_FINISHED)
+            .map(|i| ResumeEntry { request_id: id(i), operation: "herdr_exec_start".into(), state: ResumeState::Sent, deadline_ms: 9_999_999_999_999 })
+            .collect();
+        let completed = (0..MAX_FINISHED).map(|i| id(i + 10_000)).collect();
+        let ack = Frame::HelloAck(HelloAck {
+            workstation_id: "w".repeat(64),
+            ok: true,
+            server_version: Some("0.1.0".into()),
+            edge_deployment_id: None,
+            capabilities: Some(vec!["cancel".into()]),
+            reconnect: None,
+            resume: Some(resume),
+            completed: Some(completed),
+            code: None,
+            message: None,
+        })
+        .encode();
+        assert!(ack.len() < MAX_LINK_INBOUND, "{} bytes", ack.len());
+        assert!(Frame::decode(&ack, Sender::Edge, MAX_LINK_INBOUND).is_ok());
+    }
 }

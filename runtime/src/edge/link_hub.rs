@@ -18,6 +18,7 @@ use tokio::sync::{Notify, broadcast, mpsc, oneshot};
 use super::devices::DeviceRevoked;
 use super::link_hub_auth::{DeviceInfo, LinkAuthenticator};
 use super::relay::{self, Frame, Hello, RuntimeIdentity, ToolError, ToolResult};
+use super::store::EdgeStore;
 
 /// A link silent for this long is shown as `stale` (spec §8: 45 s).
 pub const STALE_AFTER: Duration = Duration::from_secs(45);
@@ -89,9 +90,12 @@ impl LinkConn {
         let _ = self.out.send(Outbound::Close(code, reason.to_string()));
     }
 
-    pub(crate) fn settle(&self, request_id: &str, outcome: Outcome) {
-        if let Some(tx) = lock(&self.pending).remove(request_id) {
-            let _ = tx.send(outcome);
+    /// Hands an answer to the call waiting for it; gives it back when none waits
+    /// (the call already ended, or it was sent over an earlier link).
+    pub(crate) fn settle(&self, request_id: &str, outcome: Outcome) -> Option<Outcome> {
+        match lock(&self.pending).remove(request_id) {
+            Some(tx) => tx.send(outcome).err(),
+            None => Some(outcome),
         }
     }
 
@@ -150,6 +154,9 @@ pub fn follow_revocations(hub: Arc<LinkHub>, mut rx: broadcast::Receiver<DeviceR
 
 pub struct LinkHub {
     pub(crate) auth: Arc<dyn LinkAuthenticator>,
+    /// The ledger of forwarded mutations: late answers settle it, and a
+    /// reconnecting link is told from it which answers are still wanted.
+    pub(crate) store: Arc<EdgeStore>,
     /// The runtime contract a link's hello must advertise: (epoch, hash).
     pub(crate) runtime_contract: (u32, String),
     links: Mutex<HashMap<String, Arc<LinkConn>>>,
@@ -164,9 +171,10 @@ pub struct LinkHub {
 }
 
 impl LinkHub {
-    pub fn new(auth: Arc<dyn LinkAuthenticator>, runtime_contract: (u32, String)) -> Arc<Self> {
+    pub fn new(auth: Arc<dyn LinkAuthenticator>, runtime_contract: (u32, String), store: Arc<EdgeStore>) -> Arc<Self> {
         Arc::new(Self {
             auth,
+            store,
             runtime_contract,
             links: Mutex::new(HashMap::new()),
             tombstones: Mutex::new(HashSet::new()),

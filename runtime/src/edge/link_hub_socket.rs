@@ -16,6 +16,8 @@ use futures::{SinkExt, StreamExt};
 use serde_json::json;
 use tokio::sync::mpsc;
 
+use super::forward::settlement;
+use super::forward_pending;
 use super::http::json_response;
 use super::link_hub::{LinkConn, LinkHub, Outbound, Outcome};
 use super::link_hub_auth::{DeviceInfo, LinkAuthError, Offer, read_offer, read_offered_name};
@@ -163,6 +165,15 @@ async fn handshake(hub: &LinkHub, device: &DeviceInfo, socket: &mut WebSocket) -
 
 async fn run(hub: Arc<LinkHub>, device: DeviceInfo, mut socket: WebSocket) {
     let Some(hello) = handshake(&hub, &device, &mut socket).await else { return };
+    // Read before this link replaces an older one, so a request still waiting on
+    // the older socket is listed as well.
+    let (resume, completed) = match forward_pending::resume_of(&hub.store, &device.workstation_id) {
+        Ok(lists) => lists,
+        Err(e) => {
+            tracing::error!(workstation = %device.workstation_id, "cannot read unanswered requests for resume: {e}");
+            (Vec::new(), Vec::new())
+        }
+    };
     let ack = Frame::HelloAck(HelloAck {
         workstation_id: device.workstation_id.clone(),
         ok: true,
@@ -170,8 +181,8 @@ async fn run(hub: Arc<LinkHub>, device: DeviceInfo, mut socket: WebSocket) {
         edge_deployment_id: None,
         capabilities: Some(vec!["cancel".into()]),
         reconnect: Some(RECONNECT),
-        resume: None,
-        completed: None,
+        resume: Some(resume),
+        completed: Some(completed),
         code: None,
         message: None,
     });
@@ -251,15 +262,31 @@ fn on_frame(hub: &LinkHub, conn: &LinkConn, text: &str) -> Option<(u16, String)>
         Frame::Status(s) => conn.observe(s.runtime, s.active_requests),
         Frame::ToolResult(r) => {
             let id = r.request_id.clone();
-            conn.settle(&id, Outcome::Result(r));
+            if let Some(late) = conn.settle(&id, Outcome::Result(r)) {
+                settle_late(hub, &conn.device.workstation_id, &id, &late);
+            }
         }
         Frame::ToolError(e) => {
             let id = e.request_id.clone();
-            conn.settle(&id, Outcome::Error(e));
+            if let Some(late) = conn.settle(&id, Outcome::Error(e)) {
+                settle_late(hub, &conn.device.workstation_id, &id, &late);
+            }
         }
         Frame::CancelAck(a) => tracing::debug!(request = %a.request_id, accepted = a.accepted, "cancel acknowledged"),
         // Edge-bound kinds never pass `decode(.., Sender::Link, ..)`.
         Frame::HelloAck(_) | Frame::ToolRequest(_) | Frame::Cancel(_) => {}
     }
     None
+}
+
+/// An answer nobody waits for any more: its caller was already told
+/// `delivery_uncertain` (or timed out), so it is not answered again, but the
+/// ledger learns the real outcome for a retry with the same idempotency key.
+fn settle_late(hub: &LinkHub, workstation_id: &str, request_id: &str, outcome: &Outcome) {
+    let (state, label, answer) = settlement(outcome);
+    match forward_pending::settle_late(&hub.store, workstation_id, request_id, state, &label, answer.as_deref()) {
+        Ok(true) => tracing::info!(workstation = %workstation_id, request = %request_id, "a late answer settled an unanswered request"),
+        Ok(false) => tracing::debug!(workstation = %workstation_id, request = %request_id, "answer for no unanswered request; ignored"),
+        Err(e) => tracing::error!(workstation = %workstation_id, request = %request_id, "cannot record a late answer: {e}"),
+    }
 }

@@ -1,7 +1,8 @@
 //! `herdr-mcp link`: the workstation side of the edge link. Holds one outbound
 //! WebSocket to the edge's `/ws/<workstation_id>` (Relay protocol v1, see
 //! [`crate::edge::relay`]) and answers each `tool_request` by calling the local
-//! runtime over its Unix socket.
+//! runtime over its Unix socket. Requests keep running across a reconnect and
+//! mutations' answers are resumed on the next socket ([`outbox`]).
 //!
 //! Reconnects with exponential backoff; stops for good when the edge refuses the
 //! credential or closes with 4401 (device revoked), since retrying could never
@@ -11,6 +12,7 @@
 pub mod cli;
 pub mod connect;
 pub mod local;
+pub mod outbox;
 pub mod session;
 
 use std::path::PathBuf;
@@ -58,11 +60,20 @@ pub async fn run(cfg: LinkConfig, stop: CancellationToken) -> Result<(), String>
     let local = LocalRuntime::new(cfg.socket.clone());
     let started = Instant::now();
     let boot_id = crate::edge::secrets::random_hex::<8>();
+    // Outlives the sessions: requests keep running across a reconnect, and
+    // their answers are resumed on the next socket.
+    let outbox = std::sync::Arc::new(outbox::Outbox::default());
     let mut backoff = MIN_BACKOFF;
     loop {
-        match run_session(&cfg, &tls, &local, &boot_id, started, &stop).await {
-            End::Stopped => return Ok(()),
-            End::Fatal(reason) => return Err(reason),
+        match run_session(&cfg, &tls, &local, &outbox, &boot_id, started, &stop).await {
+            End::Stopped => {
+                outbox.abort_all();
+                return Ok(());
+            }
+            End::Fatal(reason) => {
+                outbox.abort_all();
+                return Err(reason);
+            }
             End::Retry { reason, linked } => {
                 if linked {
                     backoff = MIN_BACKOFF;

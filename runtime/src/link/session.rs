@@ -1,14 +1,12 @@
 //! One connection of the link: connect, `hello`, then serve `tool_request`s
 //! against the local runtime until the socket ends. [`super::run`] reconnects.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::{SinkExt, StreamExt};
 use serde_json::Value;
 use tokio::sync::mpsc;
-use tokio::task::AbortHandle;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
@@ -19,9 +17,11 @@ use tokio_util::sync::CancellationToken;
 use super::LinkConfig;
 use super::connect::{ConnectError, Ws, open};
 use super::local::LocalRuntime;
+use super::outbox::Outbox;
+use crate::edge::forward::READ_TOOLS;
 use crate::edge::link_hub_auth::{NAME_HEADER, auth_subprotocol, name_header_value};
 use crate::edge::relay::{
-    self, CancelAck, Frame, FrameError, Heartbeat, Hello, RuntimeIdentity, Sender, Status, ToolError, ToolRequest, ToolResult, close,
+    self, CancelAck, Frame, FrameError, Heartbeat, Hello, HelloAck, RuntimeIdentity, Sender, Status, ToolError, ToolRequest, ToolResult, close,
 };
 
 pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(30);
@@ -109,7 +109,7 @@ async fn close_ws(ws: &mut Ws, code: u16, reason: &str) {
 }
 
 /// Sends hello and waits for a successful hello_ack.
-async fn handshake(ws: &mut Ws, cfg: &LinkConfig, boot_id: &str, runtime: RuntimeIdentity) -> Result<(), End> {
+async fn handshake(ws: &mut Ws, cfg: &LinkConfig, boot_id: &str, runtime: RuntimeIdentity) -> Result<HelloAck, End> {
     let hello = Frame::Hello(Hello {
         workstation_id: cfg.workstation_id.clone(),
         boot_id: boot_id.to_string(),
@@ -123,7 +123,7 @@ async fn handshake(ws: &mut Ws, cfg: &LinkConfig, boot_id: &str, runtime: Runtim
     let answer = tokio::time::timeout(HANDSHAKE_TIMEOUT, ws.next()).await.map_err(|_| lost("no hello_ack within 10 s".into()))?;
     match answer {
         Some(Ok(Message::Text(t))) => match Frame::decode(t.as_str(), Sender::Edge, relay::MAX_LINK_INBOUND) {
-            Ok(Frame::HelloAck(a)) if a.ok => Ok(()),
+            Ok(Frame::HelloAck(a)) if a.ok => Ok(a),
             Ok(Frame::HelloAck(a)) => {
                 let code = a.code.unwrap_or_default();
                 let msg = format!("the edge refused the hello: {code}: {}", a.message.unwrap_or_default());
@@ -155,10 +155,13 @@ fn closed(frame: Option<(u16, String)>) -> End {
 }
 
 /// One session: connect, hello, serve. Never panics; every exit is an [`End`].
+/// Requests outlive the session in `outbox`; their answers reach this socket or,
+/// after a resume, a later one.
 pub async fn run_session(
     cfg: &LinkConfig,
     tls: &Arc<rustls::ClientConfig>,
     local: &LocalRuntime,
+    outbox: &Arc<Outbox>,
     boot_id: &str,
     started: Instant,
     stop: &CancellationToken,
@@ -171,13 +174,13 @@ pub async fn run_session(
         r = connect(cfg, tls) => match r { Ok(ws) => ws, Err(end) => return end },
         _ = stop.cancelled() => return End::Stopped,
     };
-    if let Err(end) = handshake(&mut ws, cfg, boot_id, runtime.clone()).await {
-        return end;
-    }
-    tracing::info!(edge = %cfg.edge, workstation = %cfg.workstation_id, "linked");
+    let ack = match handshake(&mut ws, cfg, boot_id, runtime.clone()).await {
+        Ok(ack) => ack,
+        Err(end) => return end,
+    };
     let (tx, mut rx) = mpsc::unbounded_channel::<String>();
-    let mut tasks: HashMap<String, AbortHandle> = HashMap::new();
-    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<String>();
+    let resumed = outbox.attach(tx.clone(), &ack);
+    tracing::info!(edge = %cfg.edge, workstation = %cfg.workstation_id, resumed, "linked");
     let mut heartbeat = tokio::time::interval(HEARTBEAT_EVERY);
     let mut last_heard = Instant::now();
     let end = loop {
@@ -209,18 +212,20 @@ pub async fn run_session(
                 match frame {
                     Frame::ToolRequest(req) => {
                         let id = req.request_id.clone();
-                        let (local, tx, done) = (local.clone(), tx.clone(), done_tx.clone());
+                        let is_mutation = !READ_TOOLS.contains(&req.operation.as_str());
+                        let (local, out) = (local.clone(), Arc::clone(outbox));
                         let generation = runtime.runtime_generation.clone();
                         let task_id = id.clone();
-                        let handle = tokio::spawn(async move {
-                            let answer = serve_request(&local, req, generation).await;
-                            let _ = tx.send(answer);
-                            let _ = done.send(task_id);
+                        outbox.start(id, || {
+                            tokio::spawn(async move {
+                                let answer = serve_request(&local, req, generation).await;
+                                out.finished(&task_id, is_mutation, answer);
+                            })
+                            .abort_handle()
                         });
-                        tasks.insert(id, handle.abort_handle());
                     }
                     Frame::Cancel(c) => {
-                        let accepted = tasks.remove(&c.request_id).map(|h| h.abort()).is_some();
+                        let accepted = outbox.cancel(&c.request_id);
                         let ack = Frame::CancelAck(CancelAck {
                             workstation_id: cfg.workstation_id.clone(),
                             request_id: c.request_id,
@@ -236,7 +241,7 @@ pub async fn run_session(
                             boot_id: Some(boot_id.to_string()),
                             runtime: Some(runtime.clone()),
                             healthy: Some(local.identity().await.is_ok()),
-                            active_requests: Some(tasks.len() as u32),
+                            active_requests: Some(outbox.running() as u32),
                             link_uptime_ms: Some(started.elapsed().as_millis() as u64),
                             sent_at_ms: Some(now_ms()),
                             ..Default::default()
@@ -255,7 +260,6 @@ pub async fn run_session(
                     break End::Retry { reason: format!("send failed: {e}"), linked: true };
                 }
             }
-            Some(id) = done_rx.recv() => { tasks.remove(&id); }
             _ = heartbeat.tick() => {
                 if last_heard.elapsed() > EDGE_SILENCE {
                     close_ws(&mut ws, close::STALE, "the edge has been silent for 90 s").await;
@@ -266,7 +270,7 @@ pub async fn run_session(
                     boot_id: boot_id.to_string(),
                     sent_at_ms: now_ms(),
                     link_uptime_ms: Some(started.elapsed().as_millis() as u64),
-                    active_requests: tasks.len() as u32,
+                    active_requests: outbox.running() as u32,
                     runtime: Some(runtime.clone()),
                 });
                 if let Err(e) = ws.send(Message::Text(hb.encode().into())).await {
@@ -275,9 +279,7 @@ pub async fn run_session(
             }
         }
     };
-    for (_, h) in tasks {
-        h.abort();
-    }
+    outbox.detach();
     end
 }
 

@@ -280,7 +280,7 @@ impl InProc {
             None => (Arc::new(NoWorkstations), None),
             Some(auth) => {
                 let (catalog, contract) = local_runtime_contract();
-                let hub = LinkHub::new(auth, contract);
+                let hub = LinkHub::new(auth, contract, Arc::clone(&store));
                 (Arc::new(LinkRouter::new(Arc::clone(&hub), Arc::clone(&store), catalog)), Some(hub))
             }
         };
