@@ -423,3 +423,93 @@ async fn the_link_process_stops_on_a_wrong_credential() {
         .unwrap();
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("worker connect"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// Late answers and resume, frame by frame: an answer after `request_timeout`
+/// and one after a reconnect settle their rows (a retry with the key replays
+/// them), `hello_ack` lists what is still unanswered, and a `not_delivered`
+/// error frees its key so the retry is really sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn late_answers_resume_and_free_keys() {
+    let f = fixture().await;
+    let (_, tokens, _) = f.edge.tokens().await;
+    let call = |args: Value| {
+        let http = f.edge.http.clone();
+        let access = tokens.access.clone();
+        async move { http.mcp(&access, "tools/call", json!({"name": "herdr_fs_write", "arguments": args})).await.json() }
+    };
+    let result = |id: &Value, text: &str| {
+        json!({"protocol_version": 1, "kind": "tool_result", "workstation_id": "dev_one", "request_id": id, "served_at_ms": 1,
+               "result": {"content": [{"type": "text", "text": json!({"ok": true, "wrote": text}).to_string()}]}})
+    };
+    let state = |id: &Value| herdr_mcp::edge::forward_pending::state_of(&f.edge.store, id.as_str().unwrap()).unwrap().unwrap().0;
+    let mut sock = linked(&f, "dev_one", "devsec_one").await;
+
+    // Answered after the caller's timeout (and the cancel): the row settles late.
+    let timed = json!({"path": "/r/a", "content": "a", "idempotency_key": "k-late", "timeout_ms": 1});
+    let pending = tokio::spawn(call(timed.clone()));
+    let first = next_text(&mut sock).await;
+    assert_eq!(next_text(&mut sock).await["kind"], "cancel");
+    assert_eq!(pending.await.unwrap()["result"]["structuredContent"]["code"], "request_timeout");
+    send(&mut sock, &result(&first["request_id"], "a")).await;
+    let settled = tokio::time::timeout(WAIT, async {
+        while state(&first["request_id"]) != "settled" {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(settled.is_ok(), "the late answer settled the row");
+    let replay = call(timed).await;
+    assert_eq!(replay["result"]["structuredContent"], json!({"ok": true, "wrote": "a", "idempotent_replay": true}), "{replay}");
+
+    // Sent, then the socket drops: uncertain; the next hello_ack lists it as unanswered
+    // and the settled one as completed.
+    let dropped = json!({"path": "/r/b", "content": "b", "idempotency_key": "k-drop"});
+    let pending = tokio::spawn(call(dropped.clone()));
+    let second = next_text(&mut sock).await;
+    drop(sock);
+    assert_eq!(pending.await.unwrap()["result"]["structuredContent"]["code"], "delivery_uncertain");
+    let hub = Arc::clone(&f.hub);
+    tokio::time::timeout(WAIT, async move {
+        while hub.link("dev_one").is_some() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the dropped link unregistered");
+    let mut sock = open(&f, "dev_one", Some(&offer("devsec_one")), None).await.expect("upgrade");
+    send(&mut sock, &hello("dev_one")).await;
+    let ack = next_text(&mut sock).await;
+    let resume = ack["resume"].as_array().expect("resume").clone();
+    assert_eq!(resume.len(), 1, "{ack}");
+    assert_eq!((resume[0]["request_id"].clone(), resume[0]["operation"].as_str(), resume[0]["state"].as_str()), (second["request_id"].clone(), Some("herdr_fs_write"), Some("sent")));
+    assert!(resume[0]["deadline_ms"].as_u64().unwrap() > 0);
+    assert_eq!(ack["completed"], json!([first["request_id"]]));
+    send(&mut sock, &result(&second["request_id"], "b")).await;
+    let replay = tokio::time::timeout(WAIT, async {
+        loop {
+            let r = call(dropped.clone()).await;
+            if r["result"]["structuredContent"]["idempotent_replay"] == true {
+                return r;
+            }
+            assert_eq!(r["result"]["structuredContent"]["code"], "delivery_uncertain", "{r}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the resumed answer settled the row");
+    assert_eq!(replay["result"]["structuredContent"]["wrote"], "b");
+
+    // The workstation never got it: the key is free, and the retry is sent anew.
+    let refused = json!({"path": "/r/c", "content": "c", "idempotency_key": "k-free"});
+    let pending = tokio::spawn(call(refused.clone()));
+    let third = next_text(&mut sock).await;
+    send(&mut sock, &json!({"protocol_version": 1, "kind": "tool_error", "workstation_id": "dev_one", "request_id": third["request_id"], "code": "runtime_unavailable", "retryable": true, "delivery_state": "not_delivered"})).await;
+    assert_eq!(pending.await.unwrap()["result"]["structuredContent"]["code"], "runtime_unavailable");
+    let pending = tokio::spawn(call(refused));
+    let again = next_text(&mut sock).await;
+    assert_eq!(again["kind"], "tool_request");
+    assert_ne!(again["request_id"], third["request_id"]);
+    send(&mut sock, &result(&again["request_id"], "c")).await;
+    assert_eq!(pending.await.unwrap()["result"]["structuredContent"]["wrote"], "c");
+    assert_eq!(state(&third["request_id"]), "not_delivered");
+}
