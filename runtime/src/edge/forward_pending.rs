@@ -114,12 +114,10 @@ fn earlier_claim(tx: &Transaction<'_>, workstation_id: &str, key: &str, request_
             },
         )
         .optional()?;
-    Ok(earlier.map(|(earlier, hash)| {
-        if hash.as_deref() == Some(request_hash) {
-            Claim::Earlier(earlier)
-        } else {
-            Claim::Conflict { request_id: earlier.request_id }
-        }
+    Ok(earlier.map(|(earlier, hash)| match hash {
+        Some(h) if h != request_hash => Claim::Conflict { request_id: earlier.request_id },
+        // Rows written before fingerprints were kept cannot be compared: not sending is the safe side.
+        _ => Claim::Earlier(earlier),
     }))
 }
 
@@ -316,6 +314,14 @@ mod tests {
         assert!(matches!(lookup(&s, "ws", "k", "h1").unwrap(), Some(Claim::Earlier(_))));
         c.advance_ms(1);
         assert_eq!(record_sent(&s, "a4", "ws", "herdr_fs_write", Some("k"), "h2").unwrap(), Claim::Fresh);
+    }
+
+    #[test]
+    fn a_row_without_fingerprint_is_never_resent() {
+        let (_t, s, _c) = store();
+        record_sent(&s, "old", "ws", "herdr_exec", Some("k"), "h").unwrap();
+        s.write(|tx| tx.execute("UPDATE link_requests SET request_hash = NULL", [])).unwrap();
+        assert_eq!(earlier_state(record_sent(&s, "new", "ws", "herdr_exec", Some("k"), "other").unwrap()), "sent");
     }
 
     #[test]

@@ -98,7 +98,10 @@ mod tests {
     #[tokio::test]
     async fn a_link_admitted_after_an_unseen_change_is_checked_when_it_registers() {
         let registry = Arc::new(Fixed(Mutex::new(vec![device("active")])));
-        let hub = LinkHub::new(registry.clone(), (1, "sha256:x".into()));
+        let tmp = tempfile::tempdir().unwrap();
+        crate::edge::store::EdgeStore::init(tmp.path()).unwrap();
+        let store = crate::edge::store::EdgeStore::open(tmp.path(), Arc::new(crate::edge::clock::SystemClock)).unwrap();
+        let hub = LinkHub::new(registry.clone(), (1, "sha256:x".into()), Arc::new(store));
         let stop = CancellationToken::new();
         let watcher = watch_registry(Arc::clone(&hub), Duration::from_millis(10), stop.clone());
         // The watcher's first re-check happens while the device is still active;

@@ -56,6 +56,8 @@ impl Outbox {
     /// queues on it, first, the kept answers the edge asks for. Done under one
     /// lock, so an answer finishing meanwhile is either resumed or sent live.
     /// Returns how many answers were resumed.
+    /// `deadline_ms` is not checked: it is on the edge's clock, and the edge
+    /// lists only rows it still keeps.
     pub fn attach(&self, live: mpsc::UnboundedSender<String>, ack: &HelloAck) -> usize {
         let wanted: HashSet<&str> = ack
             .resume
