@@ -156,12 +156,15 @@ impl Handoff {
     /// The watcher run as a native session: it copies new output as it appears and,
     /// once the status file exists, copies the rest and exits with that status. The
     /// status is checked before the last copy, so no output written before it is lost.
+    /// It usually starts before the pane's shell has created the output file, so the
+    /// size probe silences stderr *before* its input redirection can fail (the shell
+    /// applies redirections left to right and would report the missing file).
     pub fn watcher(&self) -> String {
         format!(
             "out={out}; st={status}; sent=0; \
              while :; do \
                done=0; [ -f \"$st\" ] && done=1; \
-               size=$(wc -c < \"$out\" 2>/dev/null || echo 0); size=$((size+0)); \
+               size=$(wc -c 2>/dev/null < \"$out\" || echo 0); size=$((size+0)); \
                if [ \"$size\" -gt \"$sent\" ]; then tail -c +$((sent+1)) \"$out\" | head -c $((size-sent)); sent=$size; fi; \
                if [ $done = 1 ]; then code=$(cat \"$st\"); rm -f \"$out\" \"$st\"; exit \"$code\"; fi; \
                sleep {interval}; \
@@ -232,6 +235,20 @@ mod tests {
         assert_eq!(watched.status.code(), Some(7));
         assert_eq!(String::from_utf8_lossy(&watched.stdout), "a bit's\n");
         assert!(!h.output.exists() && !h.status.exists(), "the watcher cleans up");
+    }
+
+    #[test]
+    fn the_watcher_reads_a_missing_output_file_as_empty_without_a_complaint() {
+        // The watcher usually starts before the pane's shell creates the output file.
+        // With the status already there, its first look is also its last, so this
+        // checks that probe deterministically.
+        let dir = tempfile::tempdir().unwrap();
+        let h = Handoff::new(dir.path(), "op3");
+        std::fs::write(&h.status, "3\n").unwrap();
+        let watched = std::process::Command::new("/bin/sh").arg("-c").arg(h.watcher()).output().unwrap();
+        assert_eq!(watched.status.code(), Some(3));
+        assert_eq!(String::from_utf8_lossy(&watched.stdout), "");
+        assert_eq!(String::from_utf8_lossy(&watched.stderr), "", "no complaint about the file not there yet");
     }
 
     #[tokio::test]
