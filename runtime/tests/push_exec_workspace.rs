@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use exec_support::Rig;
+use herdr_mcp::exec::ExitReport;
 use herdr_mcp::herdr::HerdrService;
 use herdr_mcp::push::{Delivery, Filter, PushBus, PushConfig, PushEvent, Subscription, kinds};
 use herdr_sim::HerdrSim;
@@ -102,7 +103,7 @@ async fn a_session_started_by_root_gets_the_workspace_whose_project_it_is() {
     assert!(w2.try_next().is_none());
 
     // An explicit workspace wins over what the root suggests.
-    let s = rig.exec.start_for(&rig.root, &rig.root, "true", Some("w2")).await.unwrap();
+    let s = rig.exec.start(&rig.root, &rig.root, "true", Some("w2"), ExitReport::Announced).await.unwrap();
     assert_eq!(completed(&w2, &s.id).await.workspace.as_deref(), Some("w2"));
 
     // Open in two workspaces: the event reaches both filters and lists them.

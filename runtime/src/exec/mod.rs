@@ -28,7 +28,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 pub use output::Stream;
-pub use registry::{ExecCompleted, ExecConfig, ExecRegistry, ExecStats, KillOutcome, Lookup};
+pub use registry::{ExecCompleted, ExecConfig, ExecRegistry, ExecStats, ExitReport, KillOutcome, Lookup};
 pub use session::{Exit, Session};
 
 use crate::state::StateError;

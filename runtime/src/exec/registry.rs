@@ -35,6 +35,16 @@ const READ_CHUNK: usize = 64 * 1024;
 /// Completion events buffered for slow subscribers (the push bus).
 const COMPLETION_BACKLOG: usize = 256;
 
+/// Who reports the end of a started session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitReport {
+    /// The end goes out as a completion (push stream, wakes): `herdr_exec_start`.
+    Announced,
+    /// The caller waits for the result itself (`herdr_exec`); the end is announced
+    /// only once it gives up and calls [`Session::hand_over_exit`].
+    AwaitedByCaller,
+}
+
 /// Tunables, mostly for tests; [`ExecConfig::from_env`] gives the production values.
 #[derive(Debug, Clone)]
 pub struct ExecConfig {
@@ -146,41 +156,16 @@ impl ExecRegistry {
         format!("es_{:x}-{:x}-{:x}", std::process::id(), now_ms(), seq)
     }
 
-    /// Starts `<shell> -lc <command>` in `cwd`, in its own process group, stdin null.
-    pub async fn start(self: &Arc<Self>, root: &Path, cwd: &Path, command: &str) -> Result<Arc<Session>, StartError> {
-        self.start_for(root, cwd, command, None).await
-    }
-
-    /// [`ExecRegistry::start`] on behalf of `workspace`, which its completion carries.
-    pub async fn start_for(
+    /// Starts `<shell> -lc <command>` in `cwd`, in its own process group, stdin null,
+    /// on behalf of `workspace` (which its completion carries); `exit_report` says
+    /// who reports the end.
+    pub async fn start(
         self: &Arc<Self>,
         root: &Path,
         cwd: &Path,
         command: &str,
         workspace: Option<&str>,
-    ) -> Result<Arc<Session>, StartError> {
-        self.start_with(root, cwd, command, workspace, true).await
-    }
-
-    /// [`ExecRegistry::start_for`] for a caller that waits for the result itself
-    /// (`herdr_exec`): the end is not announced unless [`Session::hand_over_exit`] is called.
-    pub async fn start_awaited(
-        self: &Arc<Self>,
-        root: &Path,
-        cwd: &Path,
-        command: &str,
-        workspace: Option<&str>,
-    ) -> Result<Arc<Session>, StartError> {
-        self.start_with(root, cwd, command, workspace, false).await
-    }
-
-    async fn start_with(
-        self: &Arc<Self>,
-        root: &Path,
-        cwd: &Path,
-        command: &str,
-        workspace: Option<&str>,
-        announce_exit: bool,
+        exit_report: ExitReport,
     ) -> Result<Arc<Session>, StartError> {
         self.prune().await;
         let id = self.next_id();
@@ -216,7 +201,7 @@ impl ExecRegistry {
             self.config.ring_bytes,
         );
         session.workspace = workspace.map(str::to_string);
-        session.set_announce_exit(announce_exit);
+        session.set_announce_exit(exit_report == ExitReport::Announced);
         let session = Arc::new(session);
         self.sessions().insert(id.clone(), Arc::clone(&session));
 

@@ -21,7 +21,7 @@ use super::exec_pane::{self, Undelivered};
 use super::{Access, BoxFuture, Handler, ToolContext, ToolOutput, ToolSpec};
 use crate::exec::idempotency::{self, Claim, Idempotency, Intent};
 use crate::exec::workspaces::Workspace;
-use crate::exec::{Session, Stream, backend, compact, steps, structured};
+use crate::exec::{ExitReport, Session, Stream, backend, compact, steps, structured};
 
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 pub const MAX_TIMEOUT_MS: u64 = 60_000;
@@ -193,7 +193,7 @@ async fn execute(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
             Err(Undelivered::Uncertain(out)) => return settle_and_finish(&registry, ledger.as_mut(), "failed", out).await,
         }
     } else {
-        match registry.start_awaited(&root, &root, &command, Some(&ws.id)).await {
+        match registry.start(&root, &root, &command, Some(&ws.id), ExitReport::AwaitedByCaller).await {
             Ok(session) => Ran { command: session.command.clone(), cwd: session.cwd.clone(), session, backend: "native", pane_id: None },
             Err(e) => {
                 let out = ToolOutput::code(

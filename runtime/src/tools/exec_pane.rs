@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::ToolOutput;
 use crate::exec::workspaces::Workspace;
-use crate::exec::{ExecRegistry, Session};
+use crate::exec::{ExecRegistry, ExitReport, Session};
 use crate::herdr::HerdrService;
 use crate::herdr::utility_pane::{self, Handoff, PaneError};
 
@@ -97,7 +97,7 @@ pub async fn deliver(
         Undelivered::NotDelivered(unavailable(&ws.id, format!("cannot prepare the handoff directory: {e}"), None))
     })?;
     let handoff = Handoff::new(&dir, &op_name());
-    let session = registry.start_awaited(root, &dir, &handoff.watcher(), Some(&ws.id)).await.map_err(|e| {
+    let session = registry.start(root, &dir, &handoff.watcher(), Some(&ws.id), ExitReport::AwaitedByCaller).await.map_err(|e| {
         Undelivered::NotDelivered(unavailable(&ws.id, format!("cannot start watching the utility pane: {e}"), None))
     })?;
     let line = handoff.pane_line(&registry.config().shell, root, command);

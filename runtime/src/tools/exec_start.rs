@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 use super::common::{bool_arg, object_schema, req_str};
 use super::exec_common::{self, MAX_COMMAND_BYTES};
 use super::{Access, BoxFuture, Handler, ToolContext, ToolOutput, ToolSpec};
+use crate::exec::ExitReport;
 
 pub fn spec() -> ToolSpec {
     ToolSpec {
@@ -67,7 +68,7 @@ async fn start(ctx: &ToolContext, args: &Map<String, Value>) -> Result<ToolOutpu
     }
     ctx.policy.check_mutation(&canonical).map_err(ToolOutput::from)?;
     let warnings = exec_common::busy_check(ctx, &canonical, bool_arg(args, "confirm_busy", false)).await?;
-    let session = registry.start(&canonical, &canonical, command).await.map_err(|e| {
+    let session = registry.start(&canonical, &canonical, command, None, ExitReport::Announced).await.map_err(|e| {
         ToolOutput::refusal("exec_start_failed", e.to_string(), json!({"root": canonical.display().to_string()}))
     })?;
     let mut payload = json!({
