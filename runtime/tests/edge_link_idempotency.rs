@@ -65,12 +65,23 @@ async fn a_keyed_mutation_reaches_the_workstation_once() {
     }
     assert_eq!(count(&calls, "herdr_fs_read"), 2);
 
+    // A runtime refusal before running anything gives the key back, as the runtime
+    // itself does: the repeat and the corrected call are both sent.
+    let refused = json!({"path": "/tmp/z", "content": "z", "refuse": true, "idempotency_key": "k-4"});
+    for expected_calls in [4, 5] {
+        let r = call(&edge, access, "herdr_fs_write", refused.clone()).await;
+        assert_eq!(r["structuredContent"]["reason"], "project_root_required", "{r}");
+        assert_eq!(count(&calls, "herdr_fs_write"), expected_calls);
+    }
+    let fixed = call(&edge, access, "herdr_fs_write", json!({"path": "/tmp/z", "content": "z", "idempotency_key": "k-4"})).await;
+    assert_eq!((fixed["structuredContent"]["ok"].as_bool(), count(&calls, "herdr_fs_write")), (Some(true), 6), "{fixed}");
+
     // A keyed change still running: the retry is told so and not sent.
     let (http, token) = (edge.http.clone(), access.to_string());
     let held = tokio::spawn(async move {
         http.mcp(&token, "tools/call", json!({"name": "herdr_fs_write", "arguments": {"path": "/tmp/y", "content": "slow", "hold": true, "idempotency_key": "k-3"}})).await.json()
     });
-    poll("the held change to reach the runtime", || (count(&calls, "herdr_fs_write") == 4).then_some(())).await;
+    poll("the held change to reach the runtime", || (count(&calls, "herdr_fs_write") == 7).then_some(())).await;
     let busy = call(&edge, access, "herdr_fs_write", json!({"path": "/tmp/y", "content": "slow", "hold": true, "idempotency_key": "k-3"})).await;
     let sc = &busy["structuredContent"];
     assert_eq!((sc["code"].as_str(), sc["retryable"].as_bool(), sc["delivery_state"].as_str()), (Some("idempotency_in_flight"), Some(false), Some("delivery_unknown")), "{busy}");
@@ -90,8 +101,8 @@ async fn a_keyed_mutation_reaches_the_workstation_once() {
     // A replay needs no link either.
     let offline = call(&edge, access, "herdr_fs_write", write("one", "k-1")).await;
     assert_eq!(offline["structuredContent"]["idempotent_replay"], true, "{offline}");
-    assert_eq!(count(&calls, "herdr_fs_write"), 4, "nothing was sent twice");
+    assert_eq!(count(&calls, "herdr_fs_write"), 7, "nothing was sent twice");
     let rows = forward_pending::rows_of(&edge.store, "dev_idem").unwrap();
     let states: Vec<&str> = rows.iter().map(|r| r.2.as_str()).collect();
-    assert_eq!(states, ["settled", "settled", "settled", "uncertain"], "one row per change actually sent");
+    assert_eq!(states, ["settled", "settled", "settled", "not_delivered", "not_delivered", "settled", "uncertain"], "one row per change actually sent");
 }

@@ -171,10 +171,11 @@ impl LinkRouter {
 }
 
 /// How an answer settles its row: (state, outcome label, the answer frame to keep).
-/// An error the link marks `not_delivered` never reached the runtime, so its row
-/// frees the idempotency key for a retry.
+/// An error the link marks `not_delivered`, or a runtime answer saying nothing
+/// was run ([`forward_idem::nothing_ran`]), frees the idempotency key for a retry.
 pub(crate) fn settlement(outcome: &Outcome) -> (&'static str, String, Option<String>) {
     match outcome {
+        Outcome::Result(r) if r.result.as_ref().is_some_and(forward_idem::nothing_ran) => ("not_delivered", "refused_by_runtime".into(), None),
         Outcome::Result(r) => ("settled", "tool_result".into(), Some(Frame::ToolResult(r.clone()).encode())),
         Outcome::Error(e) if e.delivery_state == Some(DeliveryState::NotDelivered) => ("not_delivered", e.code.clone(), None),
         Outcome::Error(e) => ("settled", e.code.clone(), Some(Frame::ToolError(e.clone()).encode())),

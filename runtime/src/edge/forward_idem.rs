@@ -37,6 +37,35 @@ pub fn request_hash(operation: &str, args: &Map<String, Value>) -> String {
     hex::encode(Sha256::digest(text.as_bytes()))
 }
 
+/// The runtime's safe-retry modes that mean "nothing ran and the key was given
+/// back" (contract §2.5; the runtime's refusals before delivery).
+const KEY_GIVEN_BACK: &[&str] = &["retry_with_same_key", "retry_freely"];
+/// Runtime codes that describe the key's state at one moment, not an outcome.
+const KEY_STATE_CODES: &[&str] = &["idempotency_in_flight", "idempotency_key_conflict", "idempotency_unavailable"];
+
+/// Whether a runtime `CallToolResult` says that nothing was run: then the edge
+/// must not replay it for the key, because the runtime itself lets the same key
+/// be used again (a refusal before delivery, e.g. `project_root_required`, would
+/// otherwise block the corrected retry for 10 minutes). The runtime's own
+/// ledger still stops a second run of anything that did run.
+pub fn nothing_ran(result: &Value) -> bool {
+    let payload = match result.get("structuredContent") {
+        Some(sc @ Value::Object(_)) => sc.clone(),
+        _ => match result.get("content").and_then(|c| c.get(0)).and_then(|c| c.get("text")).and_then(Value::as_str) {
+            Some(text) => serde_json::from_str(text).unwrap_or(Value::Null),
+            None => Value::Null,
+        },
+    };
+    if payload.get("ok") != Some(&Value::Bool(false)) {
+        return false;
+    }
+    let s = |k: &str| payload.get(k).and_then(Value::as_str);
+    s("delivery_state") == Some("not_delivered")
+        || payload.get("submitted") == Some(&Value::Bool(false)) && s("failure_phase") != Some("submit")
+        || s("safe_retry_mode").is_some_and(|m| KEY_GIVEN_BACK.contains(&m))
+        || s("code").is_some_and(|c| KEY_STATE_CODES.contains(&c))
+}
+
 /// The caller's answer for a key the ledger already holds.
 pub fn answer_claim(claim: Claim, workstation_id: &str, device_id: &str) -> Result<Value, Failure> {
     match claim {
@@ -133,6 +162,30 @@ mod tests {
         assert_eq!(a, b);
         assert_ne!(a, request_hash("herdr_fs_write", &args(json!({"path": "/x", "content": "2"}))));
         assert_ne!(a, request_hash("herdr_fs_edit", &args(json!({"path": "/x", "content": "1"}))));
+    }
+
+    #[test]
+    fn runtime_refusals_before_delivery_give_the_key_back() {
+        let text = |v: Value| json!({"content": [{"type": "text", "text": v.to_string()}]});
+        for refused in [
+            json!({"ok": false, "reason": "project_root_required", "safe_retry_mode": "retry_with_same_key"}),
+            json!({"ok": false, "code": "utility_pane_not_ready", "delivery_state": "not_delivered"}),
+            json!({"ok": false, "code": "agent_not_found", "submitted": false, "failure_phase": "resolve"}),
+            json!({"ok": false, "code": "idempotency_in_flight"}),
+        ] {
+            assert!(nothing_ran(&text(refused.clone())), "{refused}");
+            assert!(nothing_ran(&json!({"structuredContent": refused.clone()})), "{refused}");
+        }
+        for ran in [
+            json!({"ok": true, "exit_code": 0}),
+            json!({"ok": false, "exit_code": 1, "execution": {"started": true}, "safe_retry_mode": "replay_with_same_key"}),
+            json!({"ok": false, "code": "exec_start_failed", "delivery_state": "unknown"}),
+            // An agent that was blocked: the runtime keeps that answer for the key.
+            json!({"ok": false, "code": "agent_blocked", "submitted": false, "failure_phase": "submit"}),
+        ] {
+            assert!(!nothing_ran(&text(ran.clone())), "{ran}");
+        }
+        assert!(!nothing_ran(&json!({"content": [{"type": "text", "text": "not json"}]})));
     }
 
     fn earlier(state: &str, answer: Option<String>) -> Claim {

@@ -77,7 +77,8 @@ pub type Calls = Arc<Mutex<Vec<Value>>>;
 
 /// A stand-in runtime on a Unix socket that records every `tools/call`. A call
 /// whose `arguments.hold` is `true` is never answered (so a test can drop
-/// the link while a mutation is in flight); any other is answered at once with
+/// the link while a mutation is in flight); one with `arguments.refuse` true gets
+/// a runtime refusal before delivery; any other is answered at once with
 /// `{"ok":true,"call":<its 1-based number>}`.
 pub async fn recording_runtime(socket: &Path) -> (Calls, tokio::task::JoinHandle<()>) {
     use axum::routing::{get, post};
@@ -95,6 +96,7 @@ pub async fn recording_runtime(socket: &Path) -> (Calls, tokio::task::JoinHandle
             "/mcp",
             post(move |axum::Json(body): axum::Json<Value>| async move {
                 let hold = body["params"]["arguments"]["hold"] == true;
+                let refuse = body["params"]["arguments"]["refuse"] == true;
                 let n = {
                     let mut calls = seen.lock().unwrap();
                     calls.push(body);
@@ -103,7 +105,13 @@ pub async fn recording_runtime(socket: &Path) -> (Calls, tokio::task::JoinHandle
                 if hold {
                     std::future::pending::<()>().await;
                 }
-                let text = json!({"ok": true, "call": n}).to_string();
+                let text = if refuse {
+                    // How the runtime refuses before running anything (the key is given back).
+                    json!({"ok": false, "reason": "project_root_required", "safe_retry_mode": "retry_with_same_key", "call": n})
+                } else {
+                    json!({"ok": true, "call": n})
+                }
+                .to_string();
                 axum::Json(json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": text}]}}))
             }),
         );
