@@ -5,7 +5,9 @@
 //! Reads are tracked in memory only. Mutations get a durable row before their
 //! frame is queued ([`super::forward_pending`]); the edge never sends a request
 //! twice, so when a link drops after sending, the caller gets
-//! `delivery_uncertain` and must verify before repeating a change.
+//! `delivery_uncertain` and must verify before repeating a change. A mutation
+//! with an `idempotency_key` already in the ledger is answered from it and not
+//! sent ([`super::forward_idem`]).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,9 @@
 //! `GET /ws/<workstation_id>`: the link's WebSocket. Checks the offer and the
 //! credential before upgrading (so refusals are plain HTTP answers a link can
-//! report), then requires `hello` as the first frame, answers `hello_ack`, and
-//! pumps frames until either side ends the link.
+//! report), then requires `hello` as the first frame, answers `hello_ack` (its
+//! `resume`/`completed` lists come from the mutation ledger, so a reconnecting
+//! link sends the answers the edge still lacks), and pumps frames until either
+//! side ends the link. Answers nobody waits for any more settle the ledger late.
 
 use std::sync::Arc;
 use std::time::Duration;
