@@ -6,7 +6,8 @@
 //!
 //! The OAuth client is the `oauth2` crate: DCR (which oauth2 lacks, so a plain
 //! POST), an authorize URL with PKCE S256, `resource` and `state`, the pending
-//! page, `connector approve` with the code typed on a pty, the redirect's
+//! page, `connector approve` run on workstation alpha (over HTTP with alpha's
+//! device credential, not the edge's files) with the code typed on a pty, the redirect's
 //! `state`/`iss`, `exchange_code`, then an rmcp client with the bearer calling
 //! `herdr_devices` and, by explicit `device`, `herdr_inspect` and
 //! `herdr_fs_read` on each workstation; finally `exchange_refresh_token`
@@ -121,14 +122,18 @@ fn two_workstations(tmp: &Path, edge: &EdgeProcess) -> (Workstation, Workstation
     (Workstation::start(alpha_home, "alpha", alpha_id, false), Workstation::start(beta_home, "beta", beta_id, true))
 }
 
-/// `connector approve <request_id>` run by the operator on alpha (which also
-/// hosts the edge's state), typing `code` on its terminal.
-fn approve_on_pty(alpha: &Path, edge_dir: &Path, request_id: &str, code: &str) -> (bool, String, String) {
-    let mut cmd = command(alpha);
-    cmd.args(["connector", "approve", request_id, "--edge-dir"]).arg(edge_dir);
+/// `connector approve <request_id>` run by the operator on workstation `home`,
+/// with no access to the edge's state: the command finds this computer's
+/// enrollment and approves over HTTP with its device credential. Each of
+/// `codes` is typed at one prompt.
+fn approve_on_pty(home: &Path, request_id: &str, codes: &[&str]) -> (bool, String, String) {
+    let mut cmd = command(home);
+    cmd.args(["connector", "approve", request_id]);
     let mut pty = PtySession::spawn(cmd, DEADLINE);
-    pty.wait_for_prompt("Enter the 6-digit code", 1);
-    pty.type_line(code);
+    for (i, code) in codes.iter().enumerate() {
+        pty.wait_for_prompt("Enter the 6-digit code", i + 1);
+        pty.type_line(code);
+    }
     pty.finish("connector approve")
 }
 
@@ -191,13 +196,18 @@ async fn oauth2_client_approved_on_a_terminal_reaches_two_linked_workstations() 
     let poll_path = format!("/oauth/authorize/poll?{}", serde_urlencoded::to_string([("request_id", &request_id), ("resume_token", &resume)]).unwrap());
     assert_eq!(http.get(&poll_path).await.status, 202, "pending until approved");
 
-    // The operator types the page's code into `connector approve` on a terminal.
+    // The operator, on workstation alpha (not the edge host), types into
+    // `connector approve` a typo, then the page's code.
+    let typo = format!("{:06}", (code.parse::<u32>().unwrap() + 1) % 1_000_000);
     let (ok, transcript, out) = {
-        let (home, dir, rid, code) = (alpha.home.clone(), edge.edge_dir.clone(), request_id.clone(), code.clone());
-        tokio::task::spawn_blocking(move || approve_on_pty(&home, &dir, &rid, &code)).await.unwrap()
+        let (home, rid, codes) = (alpha.home.clone(), request_id.clone(), [typo, code.clone()]);
+        tokio::task::spawn_blocking(move || approve_on_pty(&home, &rid, &[&codes[0], &codes[1]])).await.unwrap()
     };
     assert!(ok, "approve failed:\n{transcript}\nedge log:\n{}", edge.log_text());
     assert!(transcript.contains("oauth2 proof") && transcript.contains(&client_id), "{transcript}");
+    assert!(transcript.contains(&format!("as device {}", alpha.device_id)), "approved over HTTP as alpha: {transcript}");
+    assert!(transcript.contains("4 attempts left"), "the typo costs one attempt: {transcript}");
+    assert!(!transcript.contains(&code), "the code was echoed: {transcript}");
     assert!(out.starts_with(&format!("approved {request_id} connector conn_")), "{out}");
 
     // The page's poll now redirects back with the code, our state and the issuer.

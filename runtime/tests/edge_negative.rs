@@ -89,7 +89,7 @@ fn cases() -> Vec<Case> {
             let (_, t, _) = e.tokens().await;
             rpc(e.http.mcp(&t.access, "resources/list", json!({})).await)
         }),
-        case!("connector bearer cannot reach an admin action", 404, "not_found", |e| {
+        case!("connector bearer cannot reach an admin action", 401, "device_auth_required", |e| {
             let (_, t, _) = e.tokens().await;
             let r = e.http.post_json("/connectors/approve", &json!({"request_id": "req_x", "code": "123456"}), Some(&t.access)).await;
             (r.status, r.json()["code"].as_str().unwrap_or("").into())

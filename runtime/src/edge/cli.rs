@@ -1,23 +1,16 @@
-//! `herdr-mcp edge init|serve` and `herdr-mcp connector approve|list|revoke|cancel`.
-//!
-//! The connector commands work on the edge's state directory directly (see
-//! [`super::store`]): run them as the same user on the machine that hosts the edge.
-//! `approve` reads the 6-digit code from the controlling terminal (`/dev/tty`),
-//! never from arguments or stdin, so a code cannot leak into shell history or be
-//! piped in by a script; before that it checks that the local runtime answers.
+//! `herdr-mcp edge init|pair|serve`; the `connector` commands live in
+//! [`super::connectors_cli`] and are re-exported here.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::SocketAddr;
-use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+pub use super::connectors_cli::{ConnectorCommand, run_connector};
+
 use super::clock::SystemClock;
-use super::connectors::{self, ApprovalError};
 use super::forward::{LinkRouter, local_runtime_contract};
 use super::link_hub::LinkHub;
 use super::devices::DeviceRegistry;
@@ -115,42 +108,6 @@ pub struct EdgeServeArgs {
     pub state: StateDirArg,
 }
 
-#[derive(clap::Subcommand, Debug)]
-pub enum ConnectorCommand {
-    /// Approve a pending connection; asks for the 6-digit code on the terminal.
-    Approve {
-        request_id: String,
-        /// The local runtime's Unix socket to check first [default: as `serve`]
-        #[arg(long, value_name = "PATH", env = crate::server::config::SOCKET_ENV)]
-        socket: Option<PathBuf>,
-        #[command(flatten)]
-        state: StateDirArg,
-    },
-    /// List connectors (id, name, status, authorized at, last used).
-    List {
-        /// Print JSON instead of a table
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        state: StateDirArg,
-    },
-    /// Revoke a connector: its tokens stop working on the next request.
-    Revoke {
-        connector_id: String,
-        /// Required: revocation cannot be undone
-        #[arg(long)]
-        confirm: bool,
-        #[command(flatten)]
-        state: StateDirArg,
-    },
-    /// Withdraw a pending (or approved but unused) connection request.
-    Cancel {
-        request_id: String,
-        #[command(flatten)]
-        state: StateDirArg,
-    },
-}
-
 pub(crate) fn open_store(dir: &Path) -> anyhow::Result<Arc<EdgeStore>> {
     Ok(Arc::new(EdgeStore::open(dir, Arc::new(SystemClock))?))
 }
@@ -216,129 +173,6 @@ fn serve(args: EdgeServeArgs) -> anyhow::Result<()> {
     })
 }
 
-pub fn run_connector(cmd: ConnectorCommand) -> anyhow::Result<()> {
-    match cmd {
-        ConnectorCommand::Approve { request_id, socket, state } => approve(&request_id, socket, &state.resolve()?),
-        ConnectorCommand::List { json, state } => list(json, &state.resolve()?),
-        ConnectorCommand::Revoke { connector_id, confirm, state } => {
-            if !confirm {
-                anyhow::bail!("revoking {connector_id} cannot be undone; run again with --confirm");
-            }
-            let store = open_store(&state.resolve()?)?;
-            let who = format!("cli:{}", whoami());
-            let r = connectors::revoke(&store, &connector_id, &who).map_err(anyhow::Error::msg)?;
-            println!("{}", serde_json::to_string(&r)?);
-            Ok(())
-        }
-        ConnectorCommand::Cancel { request_id, state } => {
-            let store = open_store(&state.resolve()?)?;
-            connectors::cancel(&store, &request_id).map_err(anyhow::Error::msg)?;
-            println!("cancelled {request_id}");
-            Ok(())
-        }
-    }
-}
-
 pub(crate) fn whoami() -> String {
     std::env::var("USER").ok().filter(|u| !u.is_empty()).unwrap_or_else(|| nix::unistd::getuid().to_string())
-}
-
-/// Asks the local runtime's `/health` over its Unix socket; an edge whose
-/// workstation runtime is down would approve a connector that can do nothing.
-fn check_runtime(socket: Option<PathBuf>) -> anyhow::Result<Value> {
-    let env = |n: &str| std::env::var(n).ok();
-    let socket = match socket {
-        Some(s) => s,
-        None => crate::server::config::default_socket_path(env("XDG_CONFIG_HOME").as_deref(), env("HOME").as_deref())?,
-    };
-    let fail = |m: String| anyhow::anyhow!("the local runtime at {} does not answer ({m}); start it with `herdr-mcp serve`", socket.display());
-    let mut s = UnixStream::connect(&socket).map_err(|e| fail(e.to_string()))?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok();
-    s.set_write_timeout(Some(Duration::from_secs(5))).ok();
-    s.write_all(b"GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").map_err(|e| fail(e.to_string()))?;
-    let mut raw = Vec::new();
-    s.take(1 << 20).read_to_end(&mut raw).map_err(|e| fail(e.to_string()))?;
-    let text = String::from_utf8_lossy(&raw);
-    if !text.starts_with("HTTP/1.1 200") {
-        return Err(fail(text.lines().next().unwrap_or("no answer").to_string()));
-    }
-    let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
-    serde_json::from_str(body).map_err(|_| fail("its /health is not JSON".into()))
-}
-
-fn approve(request_id: &str, socket: Option<PathBuf>, dir: &Path) -> anyhow::Result<()> {
-    let health = check_runtime(socket)?;
-    let herdr = health.pointer("/herdr/status").and_then(Value::as_str).unwrap_or("unknown");
-    let store = open_store(dir)?;
-    let info = connectors::inspect(&store, request_id).map_err(anyhow::Error::msg)?;
-    let tty = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/tty")
-        .map_err(|e| anyhow::anyhow!("approve needs an interactive terminal to read the code (it is never taken from arguments or pipes): {e}"))?;
-    let mut out = tty.try_clone()?;
-    let mut input = BufReader::new(tty);
-    writeln!(out, "Local runtime: ok (Herdr: {herdr})")?;
-    writeln!(out, "Connection request {}", info.request_id)?;
-    writeln!(out, "  client:       {} ({})", info.client_name.as_deref().unwrap_or("(unnamed)"), info.client_id)?;
-    writeln!(out, "  redirect_uri: {}", info.redirect_uri)?;
-    writeln!(out, "  scope:        {}", info.scope)?;
-    writeln!(out, "  connector:    {}", info.connector_id)?;
-    let who = format!("cli:{}", whoami());
-    loop {
-        write!(out, "Enter the 6-digit code shown on the approval page: ")?;
-        out.flush()?;
-        let mut line = String::new();
-        if input.read_line(&mut line)? == 0 {
-            anyhow::bail!("no code entered (end of input)");
-        }
-        match connectors::approve(&store, request_id, line.trim(), &who) {
-            Ok(info) => {
-                writeln!(out, "Approved: connector {} may now use MCP.", info.connector_id)?;
-                println!("approved {} connector {}", info.request_id, info.connector_id);
-                return Ok(());
-            }
-            Err(ApprovalError::InvalidCode { remaining }) => {
-                writeln!(out, "That code does not match; {remaining} attempts left.")?;
-            }
-            Err(e) => anyhow::bail!("{e}"),
-        }
-    }
-}
-
-fn format_ms(ms: Option<i64>) -> String {
-    let Some(ms) = ms else { return "-".into() };
-    time::OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000)
-        .ok()
-        .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
-        .unwrap_or_else(|| ms.to_string())
-}
-
-fn list(json: bool, dir: &Path) -> anyhow::Result<()> {
-    let store = open_store(dir)?;
-    let rows = connectors::list(&store)?;
-    if json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
-        return Ok(());
-    }
-    if rows.is_empty() {
-        println!("no connectors");
-        return Ok(());
-    }
-    println!("{:<28} {:<24} {:<8} {:<30} {:<30}", "CONNECTOR", "NAME", "STATUS", "AUTHORIZED", "LAST USED");
-    for r in rows {
-        let status = match (&r.status[..], &r.revoked_by) {
-            ("revoked", Some(by)) if by == connectors::INACTIVE_REASON => format!("revoked ({by})"),
-            _ => r.status.clone(),
-        };
-        println!(
-            "{:<28} {:<24} {:<8} {:<30} {:<30}",
-            r.connector_id,
-            r.name,
-            status,
-            format_ms(Some(r.approved_at_ms)),
-            format_ms(r.last_used_at_ms)
-        );
-    }
-    Ok(())
 }

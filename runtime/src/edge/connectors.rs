@@ -1,14 +1,14 @@
 //! Operator actions on connectors and approvals — approve, inspect, list, revoke,
-//! cancel — and the 30-day inactivity sweep. These run in the `connector` CLI
-//! against the shared `edge.db` (and the sweep also inside `edge serve`); there is
-//! no HTTP route to them, which is what keeps a connector's bearer from ever
-//! approving or revoking anything.
+//! cancel — and the 30-day inactivity sweep. Two callers reach them: the
+//! `connector` CLI on the edge host (the shared `edge.db`), and the
+//! `/connectors/*` routes ([`super::connectors_http`]), which admit only an
+//! enrolled device's credential, never a connector's bearer.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use rusqlite::{OptionalExtension, Transaction, params};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use super::authorize::{MAX_ATTEMPTS, approval_code_hash, expire_approvals};
@@ -57,10 +57,21 @@ impl ApprovalError {
             ApprovalError::Db(_) => "internal_error",
         }
     }
+
+    /// The HTTP status of this failure (spec §4.4).
+    pub fn status(&self) -> u16 {
+        match self {
+            ApprovalError::InvalidCode { .. } => 403,
+            ApprovalError::Locked => 423,
+            ApprovalError::NotFound | ApprovalError::Expired => 404,
+            ApprovalError::AlreadyApproved | ApprovalError::AlreadyUsed => 409,
+            ApprovalError::Db(_) => 500,
+        }
+    }
 }
 
 /// What the operator sees before typing the code.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ApprovalInfo {
     pub request_id: String,
     pub client_id: String,
@@ -202,7 +213,7 @@ pub fn cancel(store: &EdgeStore, request_id: &str) -> Result<(), ApprovalError> 
     })
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ConnectorView {
     pub connector_id: String,
     pub client_id: String,
@@ -256,6 +267,24 @@ pub enum RevokeError {
     AlreadyRevoked,
     #[error("edge database: {0}")]
     Db(String),
+}
+
+impl RevokeError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            RevokeError::NotFound => "not_found",
+            RevokeError::AlreadyRevoked => "already_revoked",
+            RevokeError::Db(_) => "internal_error",
+        }
+    }
+
+    pub fn status(&self) -> u16 {
+        match self {
+            RevokeError::NotFound => 404,
+            RevokeError::AlreadyRevoked => 409,
+            RevokeError::Db(_) => 500,
+        }
+    }
 }
 
 impl From<rusqlite::Error> for RevokeError {

@@ -32,7 +32,7 @@ pub struct DeviceFileArgs {
 }
 
 impl DeviceFileArgs {
-    fn path(&self) -> anyhow::Result<PathBuf> {
+    pub(super) fn path(&self) -> anyhow::Result<PathBuf> {
         match &self.device_file {
             Some(p) => Ok(p.clone()),
             None => devices_local::default_path(),
@@ -165,17 +165,30 @@ async fn exchange(
     Ok((status, value))
 }
 
-/// Runs one call on a small runtime, with an overall deadline.
-fn call(origin: &str, path: &str, method: &str, body: Option<Value>, auth: Option<&LocalDevice>, ca: Option<&PathBuf>) -> anyhow::Result<Value> {
+/// Runs one call on a small runtime, with an overall deadline; any HTTP status is
+/// returned with the JSON answer (`null` when the answer is not JSON).
+pub(super) fn call_answer(
+    origin: &str,
+    path: &str,
+    method: &str,
+    body: Option<Value>,
+    auth: Option<&LocalDevice>,
+    ca: Option<&PathBuf>,
+) -> anyhow::Result<(u16, Value)> {
     let url = url::Url::parse(&format!("{}{path}", origin.trim_end_matches('/')))
         .map_err(|e| anyhow::anyhow!("bad edge origin {origin:?}: {e}"))?;
     let tls = crate::link::connect::tls_config(ca.map(PathBuf::as_path)).map_err(anyhow::Error::msg)?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let (status, v) = rt.block_on(async {
+    rt.block_on(async {
         tokio::time::timeout(TIMEOUT, exchange(&url, method, body.as_ref(), auth, tls))
             .await
             .map_err(|_| anyhow::anyhow!("the edge did not answer within {} s", TIMEOUT.as_secs()))?
-    })?;
+    })
+}
+
+/// [`call_answer`] where anything but a 2xx is an error naming the edge's code.
+fn call(origin: &str, path: &str, method: &str, body: Option<Value>, auth: Option<&LocalDevice>, ca: Option<&PathBuf>) -> anyhow::Result<Value> {
+    let (status, v) = call_answer(origin, path, method, body, auth, ca)?;
     if !(200..300).contains(&status) {
         let code = v.get("code").and_then(Value::as_str).unwrap_or("http_error");
         let msg = v.get("message").and_then(Value::as_str).unwrap_or("");
@@ -186,13 +199,13 @@ fn call(origin: &str, path: &str, method: &str, body: Option<Value>, auth: Optio
 
 /// Reads one line from the controlling terminal with echo off, restoring the
 /// terminal afterwards even on error.
-fn read_code_no_echo(prompt: &str) -> anyhow::Result<String> {
+pub(super) fn read_code_no_echo(prompt: &str) -> anyhow::Result<String> {
     use nix::sys::termios::{LocalFlags, SetArg, tcgetattr, tcsetattr};
     let tty = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/tty")
-        .map_err(|e| anyhow::anyhow!("connect needs an interactive terminal to read the code (never arguments or pipes): {e}"))?;
+        .map_err(|e| anyhow::anyhow!("the code is read from an interactive terminal only (never from arguments or pipes), and none is open: {e}"))?;
     let mut out = tty.try_clone()?;
     let saved = tcgetattr(tty.as_fd()).map_err(|e| anyhow::anyhow!("cannot read the terminal settings: {e}"))?;
     let mut quiet = saved.clone();

@@ -47,13 +47,13 @@ pub fn routes() -> Router<Arc<EdgeState>> {
         .route("/devices/rename-self", post(rename_self))
 }
 
-fn fail(status: u16, code: &str, message: &str) -> Response {
+pub(super) fn fail(status: u16, code: &str, message: &str) -> Response {
     json_response(status, json!({"ok": false, "code": code, "message": message}))
 }
 
 /// The calling device, from its bearer secret and workstation header. Any failure
 /// is `unauthorized_code` (401) so the route does not disclose which part was wrong.
-fn caller(s: &EdgeState, headers: &HeaderMap, unauthorized_code: &str) -> Result<Device, Response> {
+pub(super) fn caller(s: &EdgeState, headers: &HeaderMap, unauthorized_code: &str) -> Result<Device, Response> {
     let denied = || fail(401, unauthorized_code, "this route needs an enrolled device's credential");
     let secret = headers
         .get(header::AUTHORIZATION)
@@ -74,7 +74,7 @@ fn caller(s: &EdgeState, headers: &HeaderMap, unauthorized_code: &str) -> Result
 }
 
 /// A JSON object body with only `allowed` keys.
-async fn object_body(headers: &HeaderMap, body: Body, allowed: &[&str]) -> Result<Map<String, Value>, Response> {
+pub(super) async fn object_body(headers: &HeaderMap, body: Body, allowed: &[&str]) -> Result<Map<String, Value>, Response> {
     let bytes = read_body(body, MAX_BODY_BYTES, "payload_too_large")
         .await
         .map_err(|_| fail(413, "payload_too_large", &format!("the body exceeds {MAX_BODY_BYTES} bytes")))?;
@@ -103,7 +103,7 @@ fn name_param(obj: &Map<String, Value>) -> Result<Option<&str>, Response> {
     }
 }
 
-fn string_param<'a>(obj: &'a Map<String, Value>, key: &str) -> Result<&'a str, Response> {
+pub(super) fn string_param<'a>(obj: &'a Map<String, Value>, key: &str) -> Result<&'a str, Response> {
     obj.get(key).and_then(Value::as_str).ok_or_else(|| fail(400, "invalid_params", &format!("{key} is required (a string)")))
 }
 

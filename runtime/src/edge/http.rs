@@ -33,6 +33,7 @@ pub fn router_with_links(state: Arc<EdgeState>, links: Option<Arc<super::link_hu
         .merge(super::token::routes())
         .merge(super::mcp::routes())
         .merge(super::devices_http::routes())
+        .merge(super::connectors_http::routes())
         .route("/health", axum::routing::get(health))
         .route("/info", axum::routing::get(super::info::info))
         .fallback(not_found)

@@ -9,7 +9,9 @@
 //!   Metadata Documents, fetched under the SSRF rules.
 //! - [`authorize`]: `/oauth/authorize` and the pending-approval records; [`approval_page`]: its HTML.
 //! - [`token`]: `/oauth/token`, codes and token rotation; bearer verification.
-//! - [`connectors`]: approve / list / revoke / cancel and the inactivity sweep.
+//! - [`connectors`]: approve / list / revoke / cancel and the inactivity sweep;
+//!   [`connectors_http`]: the same over `/connectors/*` for enrolled devices;
+//!   [`connectors_cli`]: `herdr-mcp connector …`, local or over HTTP.
 //! - [`mcp`]: the stateless `/mcp` endpoint and the [`mcp::WorkstationRouter`] seam.
 //! - [`relay`]: Relay protocol v1 frames; [`link_hub`] (+ `_socket`, `_auth`, `_watch`): the
 //!   workstation links at `/ws/<workstation_id>`; [`forward`] (+ `_route`,
@@ -21,9 +23,11 @@
 //!   file on an enrolled workstation; [`devices_admin`]: the operator's
 //!   `device revoke|suspend|resume` on the edge host.
 //!
-//! How the operator CLI reaches the state: it opens the same `edge.db` directly
-//! (see [`store`]). The edge exposes no admin route at all, so a connector's bearer
-//! can never approve, revoke or cancel anything: those need local file access.
+//! How the operator CLI reaches the state: on the edge host it may open the same
+//! `edge.db` directly (see [`store`]); on any enrolled computer it calls the
+//! admin routes (`/connectors/*`, `/devices/*`) with that device's credential.
+//! Those routes accept nothing else, so a connector's bearer can never approve,
+//! revoke or cancel anything.
 //!
 //! Access tokens are opaque (not JWTs): the store keeps their hash with
 //! `connector_id` and `grant_generation`, and every `/mcp` request looks them up,
@@ -36,6 +40,8 @@ pub mod cimd_fetch;
 pub mod cli;
 pub mod clock;
 pub mod connectors;
+pub mod connectors_cli;
+pub mod connectors_http;
 pub mod dcr;
 pub mod devices;
 pub mod devices_admin;
