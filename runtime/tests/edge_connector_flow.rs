@@ -10,8 +10,9 @@
 //! device credential, not the edge's files) with the code typed on a pty, the redirect's
 //! `state`/`iss`, `exchange_code`, then an rmcp client with the bearer calling
 //! `herdr_devices` and, by explicit `device`, `herdr_inspect` and
-//! `herdr_fs_read` on each workstation; finally `exchange_refresh_token`
-//! rotation and reuse detection.
+//! `herdr_fs_read` on each workstation; `exchange_refresh_token` rotation and
+//! reuse detection; finally `connector list|cancel|revoke` from workstation
+//! beta, and beta refused once revoked.
 
 mod edge_support;
 #[path = "edge_support/procs.rs"]
@@ -299,4 +300,50 @@ async fn oauth2_client_approved_on_a_terminal_reaches_two_linked_workstations() 
         other => panic!("a reused refresh token must be refused with invalid_grant: {other:?}"),
     }
     assert_eq!(http.mcp(&access2, "tools/list", list).await.status, 401, "reuse must revoke the whole token family");
+
+    lifecycle_from_beta(&http, &alpha, &beta, &client_id).await;
+}
+
+/// `herdr-mcp connector <args>` on the workstation at `home`, which reaches the
+/// edge over HTTP with its own device credential.
+async fn connector_cli(home: &Path, args: &[&str]) -> std::process::Output {
+    let mut cmd = command(home);
+    cmd.arg("connector").args(args);
+    tokio::task::spawn_blocking(move || cmd.output().unwrap()).await.unwrap()
+}
+
+/// The rest of the connector commands from workstation beta: list, cancel of
+/// another client's pending request, revoke; then, once alpha has revoked beta,
+/// beta's credential no longer opens these routes.
+async fn lifecycle_from_beta(http: &Http, alpha: &Workstation, beta: &Workstation, client_id: &str) {
+    let err = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).to_string();
+    let listed = connector_cli(&beta.home, &["list", "--json"]).await;
+    assert!(listed.status.success(), "connector list on beta: {}", err(&listed));
+    let rows: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let row = rows.as_array().unwrap().iter().find(|r| r["client_id"] == client_id).unwrap_or_else(|| panic!("{rows}")).clone();
+    assert_eq!((row["name"].as_str(), row["status"].as_str()), (Some("oauth2 proof"), Some("active")), "{row}");
+    let connector_id = row["connector_id"].as_str().unwrap().to_string();
+
+    let other = http.dcr_client().await;
+    let pending = http.pending(&other).await;
+    let cancelled = connector_cli(&beta.home, &["cancel", &pending.request_id]).await;
+    assert!(cancelled.status.success(), "connector cancel on beta: {}", err(&cancelled));
+    let polled = http.poll(&pending).await;
+    assert_eq!((polled.status, polled.json()["code"].as_str()), (410, Some("not_found")), "{}", polled.body);
+
+    let revoked = connector_cli(&beta.home, &["revoke", &connector_id, "--confirm"]).await;
+    assert!(revoked.status.success(), "connector revoke on beta: {}", err(&revoked));
+    let receipt: Value = serde_json::from_slice(&revoked.stdout).unwrap();
+    assert_eq!((receipt["ok"].as_bool(), receipt["connector_id"].as_str()), (Some(true), Some(connector_id.as_str())), "{receipt}");
+    let table = connector_cli(&beta.home, &["list"]).await;
+    let table = String::from_utf8_lossy(&table.stdout).to_string();
+    assert!(table.lines().any(|l| l.starts_with(&connector_id) && l.contains("revoked")), "{table}");
+
+    let mut revoke_beta = command(&alpha.home);
+    revoke_beta.args(["worker", "revoke", &beta.device_id, "--confirm"]);
+    let out = tokio::task::spawn_blocking(move || revoke_beta.output().unwrap()).await.unwrap();
+    assert!(out.status.success(), "worker revoke beta: {}", err(&out));
+    let refused = connector_cli(&beta.home, &["list"]).await;
+    assert!(!refused.status.success(), "a revoked device still lists connectors");
+    assert!(err(&refused).contains("401 device_auth_required"), "{}", err(&refused));
 }
