@@ -2,7 +2,8 @@
 //! of `edge_negative.rs`: each case drives a fresh in-process edge (manual clock)
 //! with a device credential, a connector's bearer or nothing, and checks the exact
 //! HTTP status and `code`. All cases run; failures are reported together. The
-//! last test runs the real `connector` command where no edge can be reached.
+//! last two tests run the real `connector` command on a computer that is not
+//! enrolled: with no edge state (a clear error) and on the edge host (its state).
 
 mod edge_support;
 #[path = "edge_support/procs.rs"]
@@ -335,4 +336,18 @@ fn connector_commands_without_an_edge_say_how_to_reach_one() {
         assert!(!out.status.success(), "{args:?} succeeded without an edge");
         assert!(err.contains("not enrolled") && err.contains("worker connect") && err.contains("--edge-dir"), "{args:?}: {err}");
     }
+}
+
+/// The edge host without an enrollment: with no `--edge-dir`, the command falls
+/// back to the default edge state `edge init` created there.
+#[test]
+fn connector_commands_on_the_edge_host_use_its_default_state() {
+    let tmp = tempfile::tempdir().unwrap();
+    let init = procs::command(tmp.path()).args(["edge", "init"]).output().unwrap();
+    assert!(init.status.success(), "{}", String::from_utf8_lossy(&init.stderr));
+    let out = procs::command(tmp.path()).args(["connector", "list"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "no connectors");
+    let out = procs::command(tmp.path()).args(["connector", "cancel", "req_unknown"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not_found"), "{}", String::from_utf8_lossy(&out.stderr));
 }
