@@ -256,8 +256,12 @@ struct Envelope {
 /// Spec §3 checks that rmcp would answer as plain text or not at all: unparseable
 /// JSON, batches, and messages that are not JSON-RPC 2.0.
 fn check_envelope(bytes: &Bytes) -> Result<Envelope, Response<Body>> {
-    // Almost every body is a well-formed request or notification: one parse into
-    // rmcp's model settles it. Anything else gets the step-by-step diagnosis.
+    // Most bodies are plain tool calls, which a light parse recognises for sure.
+    if super::fast_tools_call::is_plain_tools_call(bytes) {
+        return Ok(Envelope { method: Some("tools/call".to_string()) });
+    }
+    // Almost every other body is a well-formed request or notification: one parse
+    // into rmcp's model settles it. Anything else gets the step-by-step diagnosis.
     match serde_json::from_slice::<ClientJsonRpcMessage>(bytes) {
         Ok(ClientJsonRpcMessage::Request(request)) => {
             let method = request.request.method();

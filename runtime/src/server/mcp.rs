@@ -128,11 +128,7 @@ impl ServerHandler for McpHandler {
 /// One text block with the payload JSON, the same object as `structuredContent`,
 /// an image block when the tool produced one; `isError` only for protocol failures.
 pub fn to_call_result(output: ToolOutput) -> CallToolResult {
-    // `to_string` of the serializer writes straight into one buffer, unlike
-    // `Value`'s `Display`, which goes through the formatter.
-    let text = serde_json::to_string(&output.payload).unwrap_or_else(|e| {
-        serde_json::json!({"ok": false, "code": "internal_error", "message": format!("result not serializable: {e}")}).to_string()
-    });
+    let text = super::payload_text::to_json_text(&output.payload);
     let mut content = vec![ContentBlock::text(text)];
     if let Some(image) = output.image {
         content.push(ContentBlock::image(image.data_base64, image.mime_type));

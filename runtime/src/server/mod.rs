@@ -4,10 +4,12 @@
 pub mod auth;
 pub mod config;
 pub mod endpoint;
+mod fast_tools_call;
 pub mod health;
 pub mod jsonrpc;
 pub mod logging;
 pub mod mcp;
+pub mod payload_text;
 pub mod unix_socket;
 
 use std::sync::Arc;

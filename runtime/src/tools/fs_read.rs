@@ -124,8 +124,9 @@ impl Read {
         let next = if window.total > last { Some(last + 1) } else { None };
         let mut payload = json!({
             "ok": true,
-            "path": path.display().to_string(),
-            "root": resolved.root.display().to_string(),
+            // Same text as `display()` (lossy UTF-8) without a trip through the formatter.
+            "path": path.to_string_lossy(),
+            "root": resolved.root.to_string_lossy(),
             "lines": {"start": start, "end": last, "total": window.total},
             "next_start_line": next,
             "truncated_by": truncated_by,

@@ -1,0 +1,130 @@
+//! A cheap recogniser for the request the endpoint sees most: a plain, well-formed
+//! `tools/call`.
+//!
+//! The endpoint must know a request's method before rmcp sees it, and rmcp's own
+//! message model is costly to parse (untagged enums buffer the whole message and
+//! try variant after variant); rmcp then parses the body once more itself. This
+//! recogniser accepts only a strict subset of what rmcp accepts as a `tools/call`:
+//! exactly the members `jsonrpc` ("2.0"), `id` (integer or string), `method`
+//! ("tools/call") and `params` holding `name` (string) and optionally `arguments`
+//! (object or null). Anything else, including `_meta` or an extra member, is left
+//! to the full check, so the answer never differs from the slow path's.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, IgnoredAny, MapAccess, Visitor};
+
+/// True when `body` is certainly a well-formed `tools/call` request.
+pub fn is_plain_tools_call(body: &[u8]) -> bool {
+    match serde_json::from_slice::<Message>(body) {
+        Ok(message) => message.jsonrpc == "2.0" && message.method == "tools/call",
+        Err(_) => false,
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Message<'a> {
+    #[serde(borrow)]
+    jsonrpc: Cow<'a, str>,
+    #[serde(borrow)]
+    #[allow(dead_code, reason = "parsed only to check its shape")]
+    id: Id<'a>,
+    #[serde(borrow)]
+    method: Cow<'a, str>,
+    #[serde(borrow)]
+    #[allow(dead_code, reason = "parsed only to check its shape")]
+    params: Params<'a>,
+}
+
+/// rmcp's request id: a string or a number that fits an `i64`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+#[allow(dead_code, reason = "parsed only to check its shape")]
+enum Id<'a> {
+    Number(i64),
+    String(#[serde(borrow)] Cow<'a, str>),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code, reason = "parsed only to check its shape")]
+struct Params<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(default)]
+    arguments: Option<AnyObject>,
+}
+
+/// Any JSON object, skipped without building it.
+struct AnyObject;
+
+impl<'de> Deserialize<'de> for AnyObject {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ObjectVisitor;
+        impl<'de> Visitor<'de> for ObjectVisitor {
+            type Value = AnyObject;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<AnyObject, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(AnyObject)
+            }
+        }
+        deserializer.deserialize_map(ObjectVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
+
+    fn rmcp_sees_tools_call(body: &str) -> bool {
+        matches!(
+            serde_json::from_str::<ClientJsonRpcMessage>(body),
+            Ok(ClientJsonRpcMessage::Request(r)) if matches!(r.request, ClientRequest::CallToolRequest(_))
+        )
+    }
+
+    #[test]
+    fn plain_tools_calls_are_recognised_and_rmcp_agrees() {
+        for body in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"herdr_fs_read","arguments":{"path":"a"}}}"#,
+            r#"{"method":"tools/call","params":{"arguments":{"n":[1,{"x":null}]},"name":"t"},"id":"abc","jsonrpc":"2.0"}"#,
+            r#"{"jsonrpc":"2.0","id":-7,"method":"tools/call","params":{"name":"t"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":null}}"#,
+            r#"{"jsonrpc":"2.0","id":"\u0041","method":"tools\/call","params":{"name":"t\n"}}"#,
+        ] {
+            assert!(is_plain_tools_call(body.as_bytes()), "{body}");
+            assert!(rmcp_sees_tools_call(body), "rmcp disagrees on {body}");
+        }
+    }
+
+    #[test]
+    fn anything_else_goes_to_the_full_check() {
+        for body in [
+            "",
+            "{nope",
+            "[]",
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"t"}}"#,
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"t"}}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"t"}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"t"}}"#,
+            r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"tools/call","params":{"name":"t"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":3}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":[1]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"progressToken":1}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"},"extra":1}"#,
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"t"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}} x"#,
+        ] {
+            assert!(!is_plain_tools_call(body.as_bytes()), "{body}");
+        }
+    }
+}
