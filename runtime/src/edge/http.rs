@@ -34,7 +34,7 @@ pub fn router_with_links(state: Arc<EdgeState>, links: Option<Arc<super::link_hu
         .merge(super::mcp::routes())
         .merge(super::devices_http::routes())
         .merge(super::connectors_http::routes())
-        .route("/health", axum::routing::get(health))
+        .route("/health", axum::routing::get(super::info::health))
         .route("/info", axum::routing::get(super::info::info))
         .fallback(not_found)
         .with_state(state)
@@ -89,10 +89,6 @@ pub async fn serve(
     sweeper.abort();
     closer.abort();
     Ok(())
-}
-
-async fn health() -> Response {
-    json_response(200, json!({"ok": true, "service": "herdr-mcp-edge", "edgeVersion": env!("CARGO_PKG_VERSION")}))
 }
 
 async fn not_found(req: Request) -> Response {

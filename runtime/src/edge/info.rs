@@ -1,30 +1,43 @@
-//! `GET /info`: the identity of the public catalog and of the runtime contract
-//! links must serve, each as `{epoch, hash}` computed from the very catalogs
-//! `/mcp` lists and the hub enforces, so an operator can compare them.
+//! `GET /info` and `GET /health`: the identity of the public catalog and of the
+//! runtime contract links must serve, each computed from the very catalogs `/mcp`
+//! lists and the hub enforces, so an operator (or a monitor) can compare them.
 
 use std::sync::Arc;
 
 use axum::extract::State;
 use axum::response::Response;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::EdgeState;
 use super::http::json_response;
 use super::mcp::{PUBLIC_CONTRACT_EPOCH, public_catalog};
 
-pub async fn info(State(s): State<Arc<EdgeState>>) -> Response {
+const SERVICE: &str = "herdr-mcp-edge";
+/// The edge serves OAuth, `/mcp` and workstation links: the last stage of the
+/// upstream rollout (`oauth` → `link`).
+const STAGE: &str = "link";
+
+/// `{epoch, hash}` of the public catalog, and of the runtime catalog (`None`
+/// where no link can exist).
+fn contracts(s: &EdgeState) -> (Value, Option<Value>) {
     let public = public_catalog(s.router.as_ref());
+    let public = json!({"epoch": PUBLIC_CONTRACT_EPOCH, "hash": crate::contract::contract_hash(&public).unwrap_or_default()});
     let runtime = s.router.runtime_catalog().map(|tools| {
         json!({"epoch": crate::contract::CONTRACT_EPOCH, "hash": crate::contract::contract_hash(&tools).unwrap_or_default()})
     });
+    (public, runtime)
+}
+
+pub async fn info(State(s): State<Arc<EdgeState>>) -> Response {
+    let (public, runtime) = contracts(&s);
     json_response(
         200,
         json!({
             "ok": true,
-            "service": "herdr-mcp-edge",
-            "stage": "link",
+            "service": SERVICE,
+            "stage": STAGE,
             "edgeVersion": env!("CARGO_PKG_VERSION"),
-            "publicContract": {"epoch": PUBLIC_CONTRACT_EPOCH, "hash": crate::contract::contract_hash(&public).unwrap_or_default()},
+            "publicContract": public,
             "runtimeContract": runtime,
             "routes": [
                 {"path": "/mcp", "stage": "oauth"},
@@ -33,6 +46,27 @@ pub async fn info(State(s): State<Arc<EdgeState>>) -> Response {
                 {"path": "/oauth/register", "stage": "oauth"},
                 {"path": "/ws/:workstationId", "stage": "link"},
             ],
+        }),
+    )
+}
+
+/// Spec §2's flat health shape: the same identities as `/info`, plus the edge's
+/// clock so a monitor sees skew.
+pub async fn health(State(s): State<Arc<EdgeState>>) -> Response {
+    let (public, runtime) = contracts(&s);
+    let runtime = runtime.unwrap_or(Value::Null);
+    json_response(
+        200,
+        json!({
+            "ok": true,
+            "service": SERVICE,
+            "stage": STAGE,
+            "edgeVersion": env!("CARGO_PKG_VERSION"),
+            "contractEpoch": public["epoch"],
+            "contractHash": public["hash"],
+            "runtimeContractEpoch": runtime["epoch"],
+            "runtimeContractHash": runtime["hash"],
+            "timestampMs": s.store.now_ms(),
         }),
     )
 }

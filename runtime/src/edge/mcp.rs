@@ -206,8 +206,11 @@ async fn endpoint(State(s): State<Arc<EdgeState>>, method: axum::http::Method, h
         }
         _ => rpc_error(id, -32601, "method not found"),
     };
-    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
-    if accept.contains("text/event-stream") && !accept.contains("application/json") {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
+    let sse = accept.contains("text/event-stream");
+    // ChatGPT's connector takes the handshake (`initialize`, `tools/list`) as SSE
+    // whenever it offers SSE; other answers stay JSON unless JSON is not accepted.
+    if sse && (!accept.contains("application/json") || matches!(method, "initialize" | "tools/list")) {
         let mut resp = (StatusCode::OK, format!("event: message\ndata: {answer}\n\n")).into_response();
         resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
         resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
