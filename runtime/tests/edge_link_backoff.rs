@@ -1,13 +1,27 @@
-//! The link's retry pace: a link whose every attempt fails waits 0.5 s, 1 s, 2 s,
-//! 4 s … between attempts (never hammering the edge or the runtime), and a stop
-//! during a wait ends it at once. Each attempt starts by asking the local runtime
-//! for its identity, so a Unix socket that hangs up on every connection both makes
-//! each attempt fail and timestamps it.
+//! The link's pace: a link whose every attempt fails waits 0.5 s, 1 s, 2 s, 4 s …
+//! between attempts (never hammering the edge or the runtime), and a stop during a
+//! wait ends it at once; an edge that stalls the WebSocket upgrade or never
+//! answers the hello is given up after 10 s and tried again, and a stop ends a
+//! stalled attempt at once.
+
+#[path = "edge_support/links.rs"]
+mod links;
+#[path = "edge_support/procs.rs"]
+mod procs;
 
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
+use herdr_mcp::edge::relay;
+use herdr_mcp::link::session::HANDSHAKE_TIMEOUT;
 use herdr_mcp::link::{LinkConfig, MAX_BACKOFF, MIN_BACKOFF, run};
+use tokio::net::TcpListener;
+use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
 use tokio_util::sync::CancellationToken;
+
+fn config(edge: String, socket: std::path::PathBuf) -> LinkConfig {
+    LinkConfig { edge, workstation_id: "dev_pace".into(), secret: "devsec_pace".into(), socket, name: None, ca_file: None }
+}
 
 const WAIT: Duration = Duration::from_secs(20);
 /// Room for one failed attempt plus scheduling on a loaded 2-core machine.
@@ -19,15 +33,10 @@ async fn failed_attempts_back_off_exponentially_and_stop_ends_the_wait() {
     let tmp = tempfile::tempdir().unwrap();
     let socket = tmp.path().join("rt.sock");
     let listener = tokio::net::UnixListener::bind(&socket).unwrap();
-    let cfg = LinkConfig {
-        // Never reached: every attempt fails at the runtime first.
-        edge: "http://127.0.0.1:9".into(),
-        workstation_id: "dev_backoff".into(),
-        secret: "devsec_backoff".into(),
-        socket,
-        name: None,
-        ca_file: None,
-    };
+    // Each attempt starts by asking the local runtime for its identity, so a Unix
+    // socket that hangs up on every connection both fails each attempt and
+    // timestamps it. The edge is never reached.
+    let cfg = config("http://127.0.0.1:9".into(), socket);
     let stop = CancellationToken::new();
     let link = tokio::spawn(run(cfg, stop.clone()));
 
@@ -49,4 +58,61 @@ async fn failed_attempts_back_off_exponentially_and_stop_ends_the_wait() {
     let ended = tokio::time::timeout(Duration::from_secs(2), link).await.expect("the link kept waiting after stop").unwrap();
     assert_eq!(ended, Ok(()));
     assert!(stopped_at.elapsed() < Duration::from_secs(2));
+}
+
+/// How an edge stalls a link.
+#[derive(Clone, Copy, Debug)]
+enum Stall {
+    /// TCP accepted, the HTTP upgrade never answered.
+    Upgrade,
+    /// Upgraded with `herdr-link.v1`, the hello read, no hello_ack ever sent.
+    HelloAck,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_upgrade_or_hello_is_given_up_after_10_s_and_retried() {
+    assert_eq!(HANDSHAKE_TIMEOUT, Duration::from_secs(10));
+    let tmp = tempfile::tempdir().unwrap();
+    let socket = tmp.path().join("rt.sock");
+    let (_calls, _runtime) = links::recording_runtime(&socket).await;
+    for stall in [Stall::Upgrade, Stall::HelloAck] {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let edge = format!("http://{}", listener.local_addr().unwrap());
+        let stop = CancellationToken::new();
+        let link = tokio::spawn(run(config(edge, socket.clone()), stop.clone()));
+        let mut held = Vec::new();
+        let mut attempts = Vec::new();
+        for _ in 0..2 {
+            let (tcp, _) = tokio::time::timeout(HANDSHAKE_TIMEOUT + WAIT, listener.accept()).await.expect("no attempt").unwrap();
+            attempts.push(Instant::now());
+            match stall {
+                Stall::Upgrade => held.push(tokio::spawn(async move {
+                    let _tcp = tcp;
+                    std::future::pending::<()>().await
+                })),
+                Stall::HelloAck => {
+                    let choose = |_: &Request, mut resp: Response| {
+                        resp.headers_mut().insert("sec-websocket-protocol", relay::SUBPROTOCOL.parse().unwrap());
+                        Ok(resp)
+                    };
+                    let mut ws = tokio_tungstenite::accept_hdr_async(tcp, choose).await.unwrap();
+                    let hello = tokio::time::timeout(WAIT, ws.next()).await.expect("no hello").unwrap().unwrap();
+                    assert!(hello.to_text().unwrap().contains("\"kind\":\"hello\""), "{hello:?}");
+                    held.push(tokio::spawn(async move {
+                        // Read (and ignore) until the link gives up on this socket.
+                        while ws.next().await.is_some() {}
+                        std::future::pending::<()>().await
+                    }));
+                }
+            }
+        }
+        let gap = attempts[1] - attempts[0];
+        let least = HANDSHAKE_TIMEOUT + MIN_BACKOFF;
+        assert!(gap >= least && gap < least + SLACK, "{stall:?}: retried after {gap:?}, expected {least:?}");
+        // The second attempt is stalled too: a stop ends it at once.
+        stop.cancel();
+        let stopped = tokio::time::timeout(Duration::from_secs(2), link).await;
+        assert_eq!(stopped.unwrap_or_else(|_| panic!("{stall:?}: the link ignored stop")).unwrap(), Ok(()));
+        held.iter().for_each(|h| h.abort());
+    }
 }

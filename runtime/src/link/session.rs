@@ -174,9 +174,10 @@ pub async fn run_session(
         r = connect(cfg, tls) => match r { Ok(ws) => ws, Err(end) => return end },
         _ = stop.cancelled() => return End::Stopped,
     };
-    let ack = match handshake(&mut ws, cfg, boot_id, runtime.clone()).await {
-        Ok(ack) => ack,
-        Err(end) => return end,
+    // A stop must not wait out an edge that never answers the hello.
+    let ack = tokio::select! {
+        r = handshake(&mut ws, cfg, boot_id, runtime.clone()) => match r { Ok(ack) => ack, Err(end) => return end },
+        _ = stop.cancelled() => return End::Stopped,
     };
     let (tx, mut rx) = mpsc::unbounded_channel::<String>();
     let resumed = outbox.attach(tx.clone(), &ack);
