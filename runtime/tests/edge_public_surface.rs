@@ -1,7 +1,8 @@
 //! The edge's public surface beyond the OAuth flow itself: every discovery and
 //! registration alias a client may probe, `/health` beside `/info`, CORS
 //! preflight, notifications, SSE framing of the MCP handshake, the pending page
-//! in each language, and that a provider-side "disconnect" (an RFC 7009 call)
+//! in each language, the 19-action catalog with its `device` selector and
+//! read-only hints, and that a provider-side "disconnect" (an RFC 7009 call)
 //! finds no endpoint and revokes nothing.
 
 mod edge_support;
@@ -176,4 +177,37 @@ async fn a_provider_disconnect_finds_no_revocation_endpoint_and_revokes_nothing(
     let row = herdr_mcp::edge::connectors::list(&e.store).unwrap().into_iter().find(|r| r.connector_id == conn).unwrap();
     assert_eq!(row.status, "active");
     assert_eq!(e.refresh(&c, &t.refresh).await.status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_public_catalog_is_19_actions_and_every_forwarded_one_takes_a_device() {
+    let (e, _hub) = InProc::start_linked(Arc::new(TestDevices::default())).await;
+    let (_, t, _) = e.tokens().await;
+    let list = e.http.mcp(&t.access, "tools/list", json!({})).await.json();
+    let tools = list["result"]["tools"].as_array().cloned().unwrap_or_default();
+    assert_eq!(tools.len(), 19, "{list}");
+    assert_eq!(list["result"]["_meta"]["herdr"]["contract_epoch"], herdr_mcp::edge::mcp::PUBLIC_CONTRACT_EPOCH);
+    let (runtime, _) = herdr_mcp::edge::forward::local_runtime_contract();
+    assert_eq!(runtime.len(), 18);
+    for rt in &runtime {
+        let public = tools.iter().find(|t| t["name"] == rt["name"]).unwrap_or_else(|| panic!("{} is not public", rt["name"]));
+        assert_eq!(public["inputSchema"]["properties"]["device"]["type"], "string", "{}", rt["name"]);
+        // The selector is optional: what the runtime requires stays what is required.
+        assert_eq!(public["inputSchema"]["required"], rt["inputSchema"]["required"], "{}", rt["name"]);
+    }
+    let devices = tools.iter().find(|t| t["name"] == "herdr_devices").expect("herdr_devices");
+    assert_eq!(devices["inputSchema"], json!({"type": "object", "properties": {}, "additionalProperties": false}));
+    assert_eq!(devices["execution"]["taskSupport"], "forbidden");
+    let mut read_only: Vec<&str> =
+        tools.iter().filter(|t| t["annotations"]["readOnlyHint"] == true).filter_map(|t| t["name"].as_str()).collect();
+    read_only.sort_unstable();
+    assert_eq!(
+        read_only,
+        ["herdr_devices", "herdr_exec_read", "herdr_fs_grep", "herdr_fs_image", "herdr_fs_list", "herdr_fs_read", "herdr_git", "herdr_inspect", "herdr_methods", "herdr_since", "herdr_skill"]
+    );
+    let mut open_world: Vec<&str> =
+        tools.iter().filter(|t| t["annotations"]["openWorldHint"] == true).filter_map(|t| t["name"].as_str()).collect();
+    open_world.sort_unstable();
+    assert_eq!(open_world, ["herdr_call", "herdr_exec", "herdr_exec_start", "herdr_prompt", "herdr_skill"]);
+    assert!(tools.iter().all(|t| t["annotations"]["readOnlyHint"].is_boolean()), "every action says whether it writes");
 }

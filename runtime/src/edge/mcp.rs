@@ -23,8 +23,9 @@ use super::token::{Principal, verify_bearer};
 use super::EdgeState;
 
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
-/// Epoch of the edge's public catalog (ours; it moves when the catalog shape does).
-pub const PUBLIC_CONTRACT_EPOCH: u32 = 1;
+/// Epoch of the edge's public catalog (ours; it moves when the catalog shape does:
+/// 2 added the public read-only and open-world hints).
+pub const PUBLIC_CONTRACT_EPOCH: u32 = 2;
 pub const SUPPORTED_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07"];
 
 /// The seam between the public endpoint and the workstation links.
@@ -79,11 +80,33 @@ pub fn herdr_devices_tool() -> Value {
     })
 }
 
+/// Forwarded tools that change nothing (spec edge.md §9; with `herdr_devices`, 11 of
+/// the 19). The runtime's frozen catalog marks only `herdr_skill`; the public one
+/// marks them all, since a connector client asks before every call not marked.
+const READ_ONLY: &[&str] = &[
+    "herdr_methods", "herdr_inspect", "herdr_skill", "herdr_since", "herdr_fs_read", "herdr_fs_list", "herdr_fs_grep",
+    "herdr_fs_image", "herdr_git", "herdr_exec_read",
+];
+/// Forwarded tools whose effects reach beyond the workstation's files (a browser,
+/// a shell, an agent).
+const OPEN_WORLD: &[&str] = &["herdr_skill", "herdr_call", "herdr_exec_start", "herdr_exec", "herdr_prompt"];
+
+fn public_annotations(tool: &mut Value) {
+    let name = tool["name"].as_str().unwrap_or_default().to_string();
+    let Some(obj) = tool.as_object_mut() else { return };
+    let annotations = obj.entry("annotations").or_insert_with(|| json!({}));
+    if let Some(a) = annotations.as_object_mut() {
+        a.insert("readOnlyHint".into(), json!(READ_ONLY.contains(&name.as_str())));
+        a.insert("openWorldHint".into(), json!(OPEN_WORLD.contains(&name.as_str())));
+    }
+}
+
 /// The public catalog: `herdr_devices` plus the runtime's tools, each with an
-/// optional `device` selector.
+/// optional `device` selector and the public read-only/open-world hints.
 pub fn public_catalog(router: &dyn WorkstationRouter) -> Vec<Value> {
     let mut tools = vec![herdr_devices_tool()];
     for mut tool in router.runtime_catalog().unwrap_or_default() {
+        public_annotations(&mut tool);
         if let Some(props) = tool.pointer_mut("/inputSchema/properties").and_then(Value::as_object_mut) {
             props.insert(
                 "device".into(),
