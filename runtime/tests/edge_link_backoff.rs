@@ -2,7 +2,8 @@
 //! between attempts (never hammering the edge or the runtime), and a stop during a
 //! wait ends it at once; an edge that stalls the WebSocket upgrade or never
 //! answers the hello is given up after 10 s and tried again, and a stop ends a
-//! stalled attempt at once.
+//! stalled attempt at once. Once linked, the link heartbeats at once and then
+//! every 30 s.
 
 #[path = "edge_support/links.rs"]
 mod links;
@@ -11,11 +12,13 @@ mod procs;
 
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
+use futures::{SinkExt, StreamExt};
 use herdr_mcp::edge::relay;
-use herdr_mcp::link::session::HANDSHAKE_TIMEOUT;
+use herdr_mcp::link::session::{HANDSHAKE_TIMEOUT, HEARTBEAT_EVERY};
 use herdr_mcp::link::{LinkConfig, MAX_BACKOFF, MIN_BACKOFF, run};
 use tokio::net::TcpListener;
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
 use tokio_util::sync::CancellationToken;
 
@@ -60,6 +63,18 @@ async fn failed_attempts_back_off_exponentially_and_stop_ends_the_wait() {
     assert!(stopped_at.elapsed() < Duration::from_secs(2));
 }
 
+/// Plays the edge's side of the upgrade (choosing `herdr-link.v1`) and reads the hello.
+async fn accept_hello(tcp: tokio::net::TcpStream) -> tokio_tungstenite::WebSocketStream<tokio::net::TcpStream> {
+    let choose = |_: &Request, mut resp: Response| {
+        resp.headers_mut().insert("sec-websocket-protocol", relay::SUBPROTOCOL.parse().unwrap());
+        Ok(resp)
+    };
+    let mut ws = tokio_tungstenite::accept_hdr_async(tcp, choose).await.unwrap();
+    let hello = tokio::time::timeout(WAIT, ws.next()).await.expect("no hello").unwrap().unwrap();
+    assert!(hello.to_text().unwrap().contains("\"kind\":\"hello\""), "{hello:?}");
+    ws
+}
+
 /// How an edge stalls a link.
 #[derive(Clone, Copy, Debug)]
 enum Stall {
@@ -91,13 +106,7 @@ async fn a_stalled_upgrade_or_hello_is_given_up_after_10_s_and_retried() {
                     std::future::pending::<()>().await
                 })),
                 Stall::HelloAck => {
-                    let choose = |_: &Request, mut resp: Response| {
-                        resp.headers_mut().insert("sec-websocket-protocol", relay::SUBPROTOCOL.parse().unwrap());
-                        Ok(resp)
-                    };
-                    let mut ws = tokio_tungstenite::accept_hdr_async(tcp, choose).await.unwrap();
-                    let hello = tokio::time::timeout(WAIT, ws.next()).await.expect("no hello").unwrap().unwrap();
-                    assert!(hello.to_text().unwrap().contains("\"kind\":\"hello\""), "{hello:?}");
+                    let mut ws = accept_hello(tcp).await;
                     held.push(tokio::spawn(async move {
                         // Read (and ignore) until the link gives up on this socket.
                         while ws.next().await.is_some() {}
@@ -115,4 +124,33 @@ async fn a_stalled_upgrade_or_hello_is_given_up_after_10_s_and_retried() {
         assert_eq!(stopped.unwrap_or_else(|_| panic!("{stall:?}: the link ignored stop")).unwrap(), Ok(()));
         held.iter().for_each(|h| h.abort());
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_linked_session_heartbeats_at_once_and_then_every_30_s() {
+    assert_eq!(HEARTBEAT_EVERY, Duration::from_secs(30));
+    let tmp = tempfile::tempdir().unwrap();
+    let socket = tmp.path().join("rt.sock");
+    let (_calls, _runtime) = links::recording_runtime(&socket).await;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let stop = CancellationToken::new();
+    let link = tokio::spawn(run(config(format!("http://{}", listener.local_addr().unwrap()), socket), stop.clone()));
+    let (tcp, _) = tokio::time::timeout(WAIT, listener.accept()).await.expect("no attempt").unwrap();
+    let mut ws = accept_hello(tcp).await;
+    let ack = json!({"protocol_version": 1, "kind": "hello_ack", "workstation_id": "dev_pace", "ok": true});
+    ws.send(Message::Text(ack.to_string().into())).await.unwrap();
+    let acked = Instant::now();
+    let mut beats = Vec::new();
+    while beats.len() < 2 {
+        let frame = tokio::time::timeout(HEARTBEAT_EVERY + WAIT, ws.next()).await.expect("no heartbeat").unwrap().unwrap();
+        let v: Value = serde_json::from_str(frame.to_text().unwrap()).unwrap();
+        if v["kind"] == "heartbeat" {
+            assert_eq!((v["workstation_id"].as_str(), v["active_requests"].as_u64()), (Some("dev_pace"), Some(0)), "{v}");
+            beats.push(acked.elapsed());
+        }
+    }
+    assert!(beats[0] < SLACK, "first heartbeat after {:?}", beats[0]);
+    assert!(beats[1] >= HEARTBEAT_EVERY && beats[1] < HEARTBEAT_EVERY + SLACK, "second heartbeat after {:?}", beats[1]);
+    stop.cancel();
+    assert_eq!(tokio::time::timeout(WAIT, link).await.expect("the link ignored stop").unwrap(), Ok(()));
 }
