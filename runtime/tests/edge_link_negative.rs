@@ -513,3 +513,38 @@ async fn late_answers_resume_and_free_keys() {
     assert_eq!(pending.await.unwrap()["result"]["structuredContent"]["wrote"], "c");
     assert_eq!(state(&third["request_id"]), "not_delivered");
 }
+
+/// Spec §8: a link silent for more than 45 s is shown `stale` in herdr_devices,
+/// and its next frame makes it `online` again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_link_turns_stale_after_45_s_and_a_heartbeat_revives_it() {
+    let f = fixture().await;
+    let (_, t, _) = f.edge.tokens().await;
+    let mut sock = linked(&f, "dev_one", "devsec_one").await;
+    let linked_at = std::time::Instant::now();
+    let connection = || async {
+        let r = f.edge.http.mcp(&t.access, "tools/call", json!({"name": "herdr_devices", "arguments": {}})).await.json();
+        let rows = r["result"]["structuredContent"]["devices"].as_array().cloned().unwrap_or_default();
+        let row = rows.into_iter().find(|d| d["device_id"] == "dev_one").expect("dev_one listed");
+        row["connection"].as_str().unwrap_or_default().to_string()
+    };
+    assert_eq!(connection().await, "online");
+    let stale_after = herdr_mcp::edge::link_hub::STALE_AFTER;
+    assert_eq!(stale_after, Duration::from_secs(45));
+    // Still online just before the limit …
+    tokio::time::sleep((stale_after - Duration::from_secs(2)).saturating_sub(linked_at.elapsed())).await;
+    assert_eq!(connection().await, "online");
+    // … stale after it (the socket stays open: stale is not offline).
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(connection().await, "stale");
+    send(&mut sock, &json!({"protocol_version": 1, "kind": "heartbeat", "workstation_id": "dev_one", "boot_id": "boot-1", "sent_at_ms": 1, "active_requests": 0})).await;
+    let hub = Arc::clone(&f.hub);
+    tokio::time::timeout(WAIT, async {
+        while hub.link("dev_one").is_some_and(|c| c.silent_for() > Duration::from_secs(1)) {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the heartbeat was heard");
+    assert_eq!(connection().await, "online");
+}
