@@ -6,33 +6,18 @@
 //! enrolled: with no edge state (a clear error) and on the edge host (its state).
 
 mod edge_support;
+#[path = "edge_support/corpus.rs"]
+mod corpus;
 #[path = "edge_support/procs.rs"]
 mod procs;
 
-use std::sync::Arc;
-
+use corpus::{Case, Outcome, case};
 use edge_support::*;
-use futures::future::BoxFuture;
 use herdr_mcp::edge::connectors_http::MAX_REQUEST_ID_CHARS;
 use herdr_mcp::edge::devices::Enrolled;
 use herdr_mcp::edge::devices_http::MAX_BODY_BYTES;
 use reqwest::Method;
 use serde_json::{Value, json};
-
-type Outcome = (u16, String);
-
-struct Case {
-    name: &'static str,
-    status: u16,
-    code: &'static str,
-    run: fn(Arc<InProc>) -> BoxFuture<'static, Outcome>,
-}
-
-macro_rules! case {
-    ($name:expr, $status:expr, $code:expr, |$e:ident| $body:block) => {
-        Case { name: $name, status: $status, code: $code, run: |$e: Arc<InProc>| Box::pin(async move $body) }
-    };
-}
 
 fn outcome(r: Resp) -> Outcome {
     (r.status, r.json()["code"].as_str().unwrap_or("").to_string())
@@ -308,21 +293,7 @@ fn cases() -> Vec<Case> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connector_routes_negative_corpus() {
-    let all = cases();
-    let total = all.len();
-    let mut failures = Vec::new();
-    for c in all {
-        let e = Arc::new(InProc::start().await);
-        let run = tokio::spawn((c.run)(Arc::clone(&e)));
-        match tokio::time::timeout(std::time::Duration::from_secs(60), run).await {
-            Ok(Ok((status, code))) if (status, code.as_str()) == (c.status, c.code) => {}
-            Ok(Ok((status, code))) => failures.push(format!("{}: expected {} {:?}, got {} {:?}", c.name, c.status, c.code, status, code)),
-            Ok(Err(panic)) => failures.push(format!("{}: panicked: {panic}", c.name)),
-            Err(_) => failures.push(format!("{}: timed out", c.name)),
-        }
-    }
-    println!("{total} connector route cases run, {} failed", failures.len());
-    assert!(failures.is_empty(), "{} of {total} cases failed:\n{}", failures.len(), failures.join("\n"));
+    corpus::run_all("connector route", cases()).await;
 }
 
 /// Neither `--edge-dir`, nor an enrollment, nor edge state here: the command

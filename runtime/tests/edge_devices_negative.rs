@@ -3,28 +3,13 @@
 //! checks the exact HTTP status and code. All cases run; failures are reported together.
 
 mod edge_support;
+#[path = "edge_support/corpus.rs"]
+mod corpus;
 
-use std::sync::Arc;
-
+use corpus::{Case, Outcome, case};
 use edge_support::*;
-use futures::future::BoxFuture;
 use reqwest::Method;
 use serde_json::json;
-
-type Outcome = (u16, String);
-
-struct Case {
-    name: &'static str,
-    status: u16,
-    code: &'static str,
-    run: fn(Arc<InProc>) -> BoxFuture<'static, Outcome>,
-}
-
-macro_rules! case {
-    ($name:expr, $status:expr, $code:expr, |$e:ident| $body:block) => {
-        Case { name: $name, status: $status, code: $code, run: |$e: Arc<InProc>| Box::pin(async move $body) }
-    };
-}
 
 fn outcome(r: Resp) -> Outcome {
     (r.status, r.json()["code"].as_str().unwrap_or("").to_string())
@@ -159,15 +144,5 @@ fn cases() -> Vec<Case> {
 
 #[tokio::test]
 async fn device_negative_corpus() {
-    let mut failures = Vec::new();
-    let all = cases();
-    let total = all.len();
-    for c in all {
-        let e = Arc::new(InProc::start().await);
-        let (status, code) = (c.run)(Arc::clone(&e)).await;
-        if (status, code.as_str()) != (c.status, c.code) {
-            failures.push(format!("{}: expected {} {:?}, got {} {:?}", c.name, c.status, c.code, status, code));
-        }
-    }
-    assert!(failures.is_empty(), "{} of {total} cases failed:\n{}", failures.len(), failures.join("\n"));
+    corpus::run_all("device", cases()).await;
 }

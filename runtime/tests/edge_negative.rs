@@ -3,28 +3,13 @@
 //! status and error code. All cases run; failures are reported together.
 
 mod edge_support;
+#[path = "edge_support/corpus.rs"]
+mod corpus;
 
-use std::sync::Arc;
-
+use corpus::{Case, Outcome, case};
 use edge_support::*;
-use futures::future::BoxFuture;
 use herdr_mcp::edge::connectors::{self, ApprovalError};
 use serde_json::json;
-
-type Outcome = (u16, String);
-
-struct Case {
-    name: &'static str,
-    status: u16,
-    error: &'static str,
-    run: fn(Arc<InProc>) -> BoxFuture<'static, Outcome>,
-}
-
-macro_rules! case {
-    ($name:expr, $status:expr, $error:expr, |$e:ident| $body:block) => {
-        Case { name: $name, status: $status, error: $error, run: |$e: Arc<InProc>| Box::pin(async move $body) }
-    };
-}
 
 fn oauth(r: Resp) -> Outcome {
     (r.status, r.oauth_error())
@@ -464,20 +449,5 @@ fn cases() -> Vec<Case> {
 async fn negative_corpus() {
     let cases = cases();
     assert!(cases.len() >= 40, "the corpus must hold at least 40 cases, has {}", cases.len());
-    let mut failures = Vec::new();
-    for case in &cases {
-        let edge = Arc::new(InProc::start().await);
-        let run = tokio::spawn((case.run)(Arc::clone(&edge)));
-        match tokio::time::timeout(std::time::Duration::from_secs(60), run).await {
-            Ok(Ok((status, error))) if status == case.status && error == case.error => {}
-            Ok(Ok((status, error))) => failures.push(format!(
-                "{}: expected {} {:?}, got {} {:?}",
-                case.name, case.status, case.error, status, error
-            )),
-            Ok(Err(panic)) => failures.push(format!("{}: panicked: {panic}", case.name)),
-            Err(_) => failures.push(format!("{}: timed out", case.name)),
-        }
-    }
-    println!("{} negative cases run, {} failed", cases.len(), failures.len());
-    assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    corpus::run_all("negative", cases).await;
 }
