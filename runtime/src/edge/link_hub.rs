@@ -8,9 +8,9 @@
 //! timeout.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::sync::{Notify, broadcast, mpsc, oneshot};
@@ -45,13 +45,15 @@ pub struct LinkConn {
     pub hello: Hello,
     out: mpsc::UnboundedSender<Outbound>,
     pending: Mutex<HashMap<String, oneshot::Sender<Outcome>>>,
-    last_seen: Mutex<Instant>,
+    /// When a frame last arrived, on the edge's clock (ms), so staleness follows
+    /// the same clock as everything else the edge records.
+    last_seen_ms: AtomicI64,
     runtime: Mutex<Option<RuntimeIdentity>>,
     active_requests: AtomicU32,
 }
 
 impl LinkConn {
-    pub(crate) fn new(conn_id: u64, device: DeviceInfo, hello: Hello, out: mpsc::UnboundedSender<Outbound>) -> Self {
+    pub(crate) fn new(conn_id: u64, device: DeviceInfo, hello: Hello, out: mpsc::UnboundedSender<Outbound>, now_ms: i64) -> Self {
         let runtime = hello.runtime.clone();
         Self {
             conn_id,
@@ -59,7 +61,7 @@ impl LinkConn {
             hello,
             out,
             pending: Mutex::new(HashMap::new()),
-            last_seen: Mutex::new(Instant::now()),
+            last_seen_ms: AtomicI64::new(now_ms),
             runtime: Mutex::new(runtime),
             active_requests: AtomicU32::new(0),
         }
@@ -105,8 +107,8 @@ impl LinkConn {
         }
     }
 
-    pub(crate) fn touch(&self) {
-        *lock(&self.last_seen) = Instant::now();
+    pub(crate) fn touch(&self, now_ms: i64) {
+        self.last_seen_ms.fetch_max(now_ms, Ordering::Relaxed);
     }
 
     pub(crate) fn observe(&self, runtime: Option<RuntimeIdentity>, active_requests: Option<u32>) {
@@ -118,8 +120,9 @@ impl LinkConn {
         }
     }
 
-    pub fn silent_for(&self) -> Duration {
-        lock(&self.last_seen).elapsed()
+    /// How long no frame has arrived, as of `now_ms` on the edge's clock.
+    pub fn silent_for(&self, now_ms: i64) -> Duration {
+        Duration::from_millis(now_ms.saturating_sub(self.last_seen_ms.load(Ordering::Relaxed)).max(0) as u64)
     }
 
     pub fn in_flight(&self) -> usize {
@@ -171,6 +174,11 @@ pub struct LinkHub {
 }
 
 impl LinkHub {
+    /// Now on the edge's clock (ms): what link staleness is measured with.
+    pub fn now_ms(&self) -> i64 {
+        self.store.now_ms()
+    }
+
     pub fn new(auth: Arc<dyn LinkAuthenticator>, runtime_contract: (u32, String), store: Arc<EdgeStore>) -> Arc<Self> {
         Arc::new(Self {
             auth,
@@ -308,13 +316,14 @@ impl LinkHub {
     /// Rows of `herdr_devices`: the registry joined with the live links.
     pub fn device_rows(&self) -> Result<Vec<Value>, String> {
         let devices = self.auth.list_devices()?;
+        let now = self.now_ms();
         Ok(devices
             .into_iter()
             .map(|d| {
                 let link = self.link(&d.workstation_id);
                 let connection = match &link {
                     None => "offline",
-                    Some(c) if c.silent_for() > STALE_AFTER => "stale",
+                    Some(c) if c.silent_for(now) > STALE_AFTER => "stale",
                     Some(_) => "online",
                 };
                 let runtime = link.as_ref().and_then(|c| lock(&c.runtime).clone());
@@ -327,7 +336,7 @@ impl LinkHub {
                     "health": if link.is_some() { "ok" } else { "unknown" },
                     "runtime_version": runtime.as_ref().map(|r| r.runtime_version.clone()),
                     "runtime_generation": runtime.as_ref().and_then(|r| r.runtime_generation.clone()),
-                    "last_seen_ago_ms": link.as_ref().map(|c| c.silent_for().as_millis() as u64),
+                    "last_seen_ago_ms": link.as_ref().map(|c| c.silent_for(now).as_millis() as u64),
                     "active_requests": link.as_ref().map(|c| c.in_flight()).unwrap_or(0),
                 })
             })

@@ -191,7 +191,7 @@ async fn run(hub: Arc<LinkHub>, device: DeviceInfo, mut socket: WebSocket) {
     // Registered before the ack is written: requests routed meanwhile wait in
     // the channel and reach the link after its hello_ack, never before.
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let conn = Arc::new(LinkConn::new(hub.next_conn_id(), device, hello, tx));
+    let conn = Arc::new(LinkConn::new(hub.next_conn_id(), device, hello, tx, hub.now_ms()));
     hub.register(Arc::clone(&conn));
     if socket.send(Message::Text(ack.encode().into())).await.is_err() {
         hub.unregister(&conn);
@@ -205,7 +205,7 @@ async fn run(hub: Arc<LinkHub>, device: DeviceInfo, mut socket: WebSocket) {
         tokio::select! {
             msg = stream.next() => {
                 let Some(Ok(msg)) = msg else { break None };
-                conn.touch();
+                conn.touch(hub.now_ms());
                 match msg {
                     Message::Text(t) => {
                         if let Some(stop) = on_frame(&hub, &conn, t.as_str()) {

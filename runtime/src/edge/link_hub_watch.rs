@@ -117,7 +117,7 @@ mod tests {
             capabilities: vec![],
             runtime: None,
         };
-        hub.register(Arc::new(LinkConn::new(hub.next_conn_id(), device("active"), hello, tx)));
+        hub.register(Arc::new(LinkConn::new(hub.next_conn_id(), device("active"), hello, tx, hub.now_ms())));
         let closed = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.expect("closed in time");
         assert!(matches!(closed, Some(Outbound::Close(code, ref why)) if code == close::DEVICE_REVOKED && why == "device suspended"));
         assert!(hub.link("dev_a").is_none());
