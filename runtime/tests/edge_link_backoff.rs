@@ -2,8 +2,9 @@
 //! between attempts (never hammering the edge or the runtime), and a stop during a
 //! wait ends it at once; an edge that stalls the WebSocket upgrade or never
 //! answers the hello is given up after 10 s and tried again, and a stop ends a
-//! stalled attempt at once. Once linked, the link heartbeats at once and then
-//! every 30 s.
+//! stalled attempt at once. Once linked, the link heartbeats at once and then at
+//! its pace (30 s by default), and drops an edge that stays silent past its limit
+//! (90 s by default) to link again.
 
 #[path = "edge_support/links.rs"]
 mod links;
@@ -14,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use futures::{SinkExt, StreamExt};
 use herdr_mcp::edge::relay;
-use herdr_mcp::link::session::{HANDSHAKE_TIMEOUT, HEARTBEAT_EVERY};
-use herdr_mcp::link::{LinkConfig, MAX_BACKOFF, MIN_BACKOFF, run};
+use herdr_mcp::link::session::{EDGE_SILENCE, HANDSHAKE_TIMEOUT, HEARTBEAT_EVERY};
+use herdr_mcp::link::{LinkConfig, LinkTimings, MAX_BACKOFF, MIN_BACKOFF, run};
 use tokio::net::TcpListener;
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
@@ -23,7 +24,7 @@ use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
 use tokio_util::sync::CancellationToken;
 
 fn config(edge: String, socket: std::path::PathBuf) -> LinkConfig {
-    LinkConfig { edge, workstation_id: "dev_pace".into(), secret: "devsec_pace".into(), socket, name: None, ca_file: None }
+    LinkConfig { edge, workstation_id: "dev_pace".into(), secret: "devsec_pace".into(), socket, name: None, ca_file: None, timings: LinkTimings::default() }
 }
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -126,31 +127,73 @@ async fn a_stalled_upgrade_or_hello_is_given_up_after_10_s_and_retried() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_linked_session_heartbeats_at_once_and_then_every_30_s() {
-    assert_eq!(HEARTBEAT_EVERY, Duration::from_secs(30));
+/// Short timings so the test runs in about a second; the defaults are spec §8's.
+const FAST: LinkTimings = LinkTimings { heartbeat_every: Duration::from_millis(400), edge_silence: Duration::from_millis(1000) };
+
+/// A fake edge that accepted one link and acknowledged its hello.
+async fn linked_fake_edge(timings: LinkTimings) -> (TcpListener, tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>, CancellationToken, tokio::task::JoinHandle<Result<(), String>>, Instant, tempfile::TempDir) {
     let tmp = tempfile::tempdir().unwrap();
     let socket = tmp.path().join("rt.sock");
-    let (_calls, _runtime) = links::recording_runtime(&socket).await;
+    let (_calls, runtime) = links::recording_runtime(&socket).await;
+    drop(runtime); // detached: the task keeps serving until the test ends
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let stop = CancellationToken::new();
-    let link = tokio::spawn(run(config(format!("http://{}", listener.local_addr().unwrap()), socket), stop.clone()));
+    let mut cfg = config(format!("http://{}", listener.local_addr().unwrap()), socket);
+    cfg.timings = timings;
+    let link = tokio::spawn(run(cfg, stop.clone()));
     let (tcp, _) = tokio::time::timeout(WAIT, listener.accept()).await.expect("no attempt").unwrap();
     let mut ws = accept_hello(tcp).await;
     let ack = json!({"protocol_version": 1, "kind": "hello_ack", "workstation_id": "dev_pace", "ok": true});
     ws.send(Message::Text(ack.to_string().into())).await.unwrap();
-    let acked = Instant::now();
+    (listener, ws, stop, link, Instant::now(), tmp)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_linked_session_heartbeats_at_once_and_then_at_its_pace() {
+    assert_eq!(LinkTimings::default(), LinkTimings { heartbeat_every: Duration::from_secs(30), edge_silence: Duration::from_secs(90) });
+    assert_eq!((HEARTBEAT_EVERY, EDGE_SILENCE), (Duration::from_secs(30), Duration::from_secs(90)));
+    let (_listener, mut ws, stop, link, acked, _tmp) = linked_fake_edge(FAST).await;
     let mut beats = Vec::new();
     while beats.len() < 2 {
-        let frame = tokio::time::timeout(HEARTBEAT_EVERY + WAIT, ws.next()).await.expect("no heartbeat").unwrap().unwrap();
-        let v: Value = serde_json::from_str(frame.to_text().unwrap()).unwrap();
+        let frame = tokio::time::timeout(WAIT, ws.next()).await.expect("no heartbeat").unwrap().unwrap();
+        let Message::Text(text) = frame else { continue }; // the pongs to our pings
+        let v: Value = serde_json::from_str(text.as_str()).unwrap();
         if v["kind"] == "heartbeat" {
             assert_eq!((v["workstation_id"].as_str(), v["active_requests"].as_u64()), (Some("dev_pace"), Some(0)), "{v}");
             beats.push(acked.elapsed());
+            // An answer from the edge keeps it from counting as silent.
+            ws.send(Message::Ping(Vec::new().into())).await.unwrap();
         }
     }
+    let pace = FAST.heartbeat_every;
     assert!(beats[0] < SLACK, "first heartbeat after {:?}", beats[0]);
-    assert!(beats[1] >= HEARTBEAT_EVERY && beats[1] < HEARTBEAT_EVERY + SLACK, "second heartbeat after {:?}", beats[1]);
+    assert!(beats[1] >= pace && beats[1] < pace + SLACK, "second heartbeat after {:?}", beats[1]);
+    stop.cancel();
+    assert_eq!(tokio::time::timeout(WAIT, link).await.expect("the link ignored stop").unwrap(), Ok(()));
+}
+
+/// Spec §8: the link recycles after the edge has been silent past the limit — it
+/// closes with 4408 and links again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_edge_is_dropped_after_the_limit_and_linked_again() {
+    let (listener, mut ws, stop, link, acked, _tmp) = linked_fake_edge(FAST).await;
+    // The edge reads what the link sends but says nothing back.
+    let close = loop {
+        match tokio::time::timeout(WAIT, ws.next()).await.expect("the link never gave up on the silent edge") {
+            Some(Ok(Message::Close(frame))) => break frame,
+            Some(Ok(_)) => continue,
+            other => panic!("expected a close frame, got {other:?}"),
+        }
+    };
+    let gave_up = acked.elapsed();
+    let frame = close.expect("a close frame with a code");
+    assert_eq!(u16::from(frame.code), relay::close::STALE, "{frame:?}");
+    assert!(frame.reason.contains("silent"), "{frame:?}");
+    let limit = FAST.edge_silence;
+    assert!(gave_up > limit && gave_up < limit + FAST.heartbeat_every + SLACK, "gave up after {gave_up:?}; limit {limit:?}");
+    // … and comes back on its own.
+    let (tcp, _) = tokio::time::timeout(WAIT, listener.accept()).await.expect("the link never linked again").unwrap();
+    let _again = accept_hello(tcp).await;
     stop.cancel();
     assert_eq!(tokio::time::timeout(WAIT, link).await.expect("the link ignored stop").unwrap(), Ok(()));
 }

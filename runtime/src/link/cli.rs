@@ -65,6 +65,7 @@ pub fn enrolled_config(socket: PathBuf) -> anyhow::Result<LinkConfig> {
         socket,
         name: Some(device.name),
         ca_file: std::env::var_os("HERDR_LINK_CA_FILE").map(PathBuf::from),
+        timings: Default::default(),
     })
 }
 
@@ -102,6 +103,7 @@ pub fn run_link(args: LinkArgs) -> anyhow::Result<()> {
         socket,
         name,
         ca_file: args.ca_file,
+        timings: Default::default(),
     };
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

@@ -38,6 +38,22 @@ pub struct LinkConfig {
     pub name: Option<String>,
     /// An extra CA (PEM) trusted for a `https` edge besides the public roots.
     pub ca_file: Option<PathBuf>,
+    /// Heartbeat pace and edge-silence limit; spec §8's 30 s / 90 s by default.
+    pub timings: LinkTimings,
+}
+
+/// How often a linked session heartbeats, and how long it lets the edge stay
+/// silent before it drops the socket and links again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinkTimings {
+    pub heartbeat_every: Duration,
+    pub edge_silence: Duration,
+}
+
+impl Default for LinkTimings {
+    fn default() -> Self {
+        Self { heartbeat_every: session::HEARTBEAT_EVERY, edge_silence: session::EDGE_SILENCE }
+    }
 }
 
 impl std::fmt::Debug for LinkConfig {

@@ -182,7 +182,7 @@ pub async fn run_session(
     let (tx, mut rx) = mpsc::unbounded_channel::<String>();
     let resumed = outbox.attach(tx.clone(), &ack);
     tracing::info!(edge = %cfg.edge, workstation = %cfg.workstation_id, resumed, "linked");
-    let mut heartbeat = tokio::time::interval(HEARTBEAT_EVERY);
+    let mut heartbeat = tokio::time::interval(cfg.timings.heartbeat_every);
     let mut last_heard = Instant::now();
     let end = loop {
         tokio::select! {
@@ -262,8 +262,9 @@ pub async fn run_session(
                 }
             }
             _ = heartbeat.tick() => {
-                if last_heard.elapsed() > EDGE_SILENCE {
-                    close_ws(&mut ws, close::STALE, "the edge has been silent for 90 s").await;
+                if last_heard.elapsed() > cfg.timings.edge_silence {
+                    let why = format!("the edge has been silent for {} s", cfg.timings.edge_silence.as_secs());
+                    close_ws(&mut ws, close::STALE, &why).await;
                     break End::Retry { reason: "the edge went silent".into(), linked: true };
                 }
                 let hb = Frame::Heartbeat(Heartbeat {
