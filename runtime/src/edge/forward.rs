@@ -69,9 +69,14 @@ impl LinkRouter {
         let ws = route.device.workstation_id.clone();
         let is_read = READ_TOOLS.contains(&name);
         let idempotency_key = args.get("idempotency_key").and_then(Value::as_str).map(str::to_string);
-        let request_hash = forward_idem::request_hash(name, &args);
-        if !is_read && let Some(key) = &idempotency_key {
-            match forward_pending::lookup(&self.store, &ws, key, &request_hash) {
+        // Only a keyed mutation is ever looked up again, so only it needs a
+        // fingerprint (and only its answer is kept).
+        let keyed = match &idempotency_key {
+            Some(key) if !is_read => Some((key.clone(), forward_idem::request_hash(name, &args))),
+            _ => None,
+        };
+        if let Some((key, request_hash)) = &keyed {
+            match forward_pending::lookup(&self.store, &ws, key, request_hash) {
                 Ok(Some(claim)) => return forward_idem::answer_claim(claim, &ws, &route.device.device_id),
                 Ok(None) => {}
                 // record_sent below checks again and reports the failure.
@@ -109,7 +114,7 @@ impl LinkRouter {
             )));
         }
         if !is_read {
-            match forward_pending::record_sent(&self.store, &request_id, &ws, name, idempotency_key.as_deref(), &request_hash) {
+            match forward_pending::record_sent(&self.store, &request_id, &ws, name, keyed.as_ref().map(|(k, h)| (k.as_str(), h.as_str()))) {
                 Ok(Claim::Fresh) => {}
                 Ok(claim) => return forward_idem::answer_claim(claim, &ws, &route.device.device_id),
                 Err(PendingError::Full(m)) => return Err(fail(Failure::refused("edge_capacity_exceeded", m))),
@@ -136,7 +141,7 @@ impl LinkRouter {
         let wait = Duration::from_millis(timeout_ms) + ANSWER_SLACK;
         match tokio::time::timeout(wait, rx).await {
             Ok(Ok(outcome @ (Outcome::Result(_) | Outcome::Error(_)))) => {
-                let (state, label, stored) = settlement(&outcome);
+                let (state, label, stored) = settlement(&outcome, keyed.is_some());
                 finish(state, &label, stored.as_deref());
                 answer_of(outcome, &route.device.device_id).map_err(fail)
             }
@@ -172,15 +177,17 @@ impl LinkRouter {
     }
 }
 
-/// How an answer settles its row: (state, outcome label, the answer frame to keep).
+/// How an answer settles its row: (state, outcome label, the answer frame to keep,
+/// encoded only when `keep_answer` — a row without an idempotency key never
+/// replays, and a result can be up to 1 MiB).
 /// An error the link marks `not_delivered`, or a runtime answer saying nothing
 /// was run ([`forward_idem::nothing_ran`]), frees the idempotency key for a retry.
-pub(crate) fn settlement(outcome: &Outcome) -> (&'static str, String, Option<String>) {
+pub(crate) fn settlement(outcome: &Outcome, keep_answer: bool) -> (&'static str, String, Option<String>) {
     match outcome {
         Outcome::Result(r) if r.result.as_ref().is_some_and(forward_idem::nothing_ran) => ("not_delivered", "refused_by_runtime".into(), None),
-        Outcome::Result(r) => ("settled", "tool_result".into(), Some(Frame::ToolResult(r.clone()).encode())),
+        Outcome::Result(r) => ("settled", "tool_result".into(), keep_answer.then(|| Frame::ToolResult(r.clone()).encode())),
         Outcome::Error(e) if e.delivery_state == Some(DeliveryState::NotDelivered) => ("not_delivered", e.code.clone(), None),
-        Outcome::Error(e) => ("settled", e.code.clone(), Some(Frame::ToolError(e.clone()).encode())),
+        Outcome::Error(e) => ("settled", e.code.clone(), keep_answer.then(|| Frame::ToolError(e.clone()).encode())),
         Outcome::Dropped { .. } => ("uncertain", "link_lost".into(), None),
     }
 }

@@ -55,7 +55,8 @@ pub enum Claim {
 }
 
 /// Records a mutation as `sent`, unless its idempotency key names an earlier
-/// request (then nothing is recorded and the caller must not send). Refuses past
+/// request (then nothing is recorded and the caller must not send). `keyed`: the
+/// idempotency key and the request's fingerprint, together. Refuses past
 /// [`MAX_PENDING`] unsettled rows. Check and insert share one transaction, so two
 /// racing calls with one key cannot both be sent.
 pub fn record_sent(
@@ -63,12 +64,12 @@ pub fn record_sent(
     request_id: &str,
     workstation_id: &str,
     operation: &str,
-    idempotency_key: Option<&str>,
-    request_hash: &str,
+    keyed: Option<(&str, &str)>,
 ) -> Result<Claim, PendingError> {
     let now = store.now_ms();
+    let (idempotency_key, request_hash) = (keyed.map(|k| k.0), keyed.map(|k| k.1));
     store.write(|tx| {
-        if let Some(key) = idempotency_key
+        if let Some((key, request_hash)) = keyed
             && let Some(claim) = earlier_claim(tx, workstation_id, key, request_hash, now)?
         {
             return Ok(claim);
@@ -260,13 +261,13 @@ mod tests {
     fn sent_then_finished_and_capacity() {
         let (_t, s, _c) = store();
         for i in 0..MAX_PENDING {
-            record_sent(&s, &format!("r{i}"), "ws", "herdr_fs_write", None, "h").unwrap();
+            record_sent(&s, &format!("r{i}"), "ws", "herdr_fs_write", None).unwrap();
         }
-        assert!(matches!(record_sent(&s, "over", "ws", "herdr_fs_write", None, "h"), Err(PendingError::Full(_))));
-        record_sent(&s, "other", "ws2", "herdr_fs_write", Some("k"), "h").unwrap();
+        assert!(matches!(record_sent(&s, "over", "ws", "herdr_fs_write", None), Err(PendingError::Full(_))));
+        record_sent(&s, "other", "ws2", "herdr_fs_write", Some(("k", "h"))).unwrap();
         finish(&s, "r0", "settled", "tool_result", None).unwrap();
         assert_eq!(state_of(&s, "r0").unwrap(), Some(("settled".into(), Some("tool_result".into()))));
-        record_sent(&s, "room", "ws", "herdr_exec", None, "h").unwrap();
+        record_sent(&s, "room", "ws", "herdr_exec", None).unwrap();
         // A finished row is final.
         finish(&s, "r0", "uncertain", "late", None).unwrap();
         assert_eq!(state_of(&s, "r0").unwrap().unwrap().0, "settled");
@@ -277,10 +278,10 @@ mod tests {
     #[test]
     fn finished_rows_expire() {
         let (_t, s, c) = store();
-        record_sent(&s, "old", "ws", "herdr_exec", None, "h").unwrap();
+        record_sent(&s, "old", "ws", "herdr_exec", None).unwrap();
         finish(&s, "old", "settled", "tool_result", None).unwrap();
         c.advance_ms(KEEP_FINISHED_MS + 1);
-        record_sent(&s, "new", "ws", "herdr_exec", None, "h").unwrap();
+        record_sent(&s, "new", "ws", "herdr_exec", None).unwrap();
         finish(&s, "new", "uncertain", "link_lost", None).unwrap();
         assert_eq!(state_of(&s, "old").unwrap(), None);
         assert_eq!(rows_of(&s, "ws").unwrap(), vec![("new".into(), "herdr_exec".into(), "uncertain".into())]);
@@ -296,12 +297,12 @@ mod tests {
     #[test]
     fn keys_claim_once_per_workstation_within_the_ttl() {
         let (_t, s, c) = store();
-        assert_eq!(record_sent(&s, "a1", "ws", "herdr_fs_write", Some("k"), "h1").unwrap(), Claim::Fresh);
+        assert_eq!(record_sent(&s, "a1", "ws", "herdr_fs_write", Some(("k", "h1"))).unwrap(), Claim::Fresh);
         // Still running: the same request is not recorded (nor sent) again.
-        assert_eq!(earlier_state(record_sent(&s, "a2", "ws", "herdr_fs_write", Some("k"), "h1").unwrap()), "sent");
-        assert_eq!(record_sent(&s, "a3", "ws", "herdr_fs_write", Some("k"), "h2").unwrap(), Claim::Conflict { request_id: "a1".into() });
+        assert_eq!(earlier_state(record_sent(&s, "a2", "ws", "herdr_fs_write", Some(("k", "h1"))).unwrap()), "sent");
+        assert_eq!(record_sent(&s, "a3", "ws", "herdr_fs_write", Some(("k", "h2"))).unwrap(), Claim::Conflict { request_id: "a1".into() });
         // Keys are per workstation; reads and keyless calls never match.
-        assert_eq!(record_sent(&s, "b1", "ws2", "herdr_fs_write", Some("k"), "h2").unwrap(), Claim::Fresh);
+        assert_eq!(record_sent(&s, "b1", "ws2", "herdr_fs_write", Some(("k", "h2"))).unwrap(), Claim::Fresh);
         assert_eq!(lookup(&s, "ws", "other", "h1").unwrap(), None);
         finish(&s, "a1", "settled", "tool_result", Some("answer-frame")).unwrap();
         match lookup(&s, "ws", "k", "h1").unwrap() {
@@ -313,24 +314,24 @@ mod tests {
         c.advance_ms(KEEP_FINISHED_MS);
         assert!(matches!(lookup(&s, "ws", "k", "h1").unwrap(), Some(Claim::Earlier(_))));
         c.advance_ms(1);
-        assert_eq!(record_sent(&s, "a4", "ws", "herdr_fs_write", Some("k"), "h2").unwrap(), Claim::Fresh);
+        assert_eq!(record_sent(&s, "a4", "ws", "herdr_fs_write", Some(("k", "h2"))).unwrap(), Claim::Fresh);
     }
 
     #[test]
     fn a_row_without_fingerprint_is_never_resent() {
         let (_t, s, _c) = store();
-        record_sent(&s, "old", "ws", "herdr_exec", Some("k"), "h").unwrap();
+        record_sent(&s, "old", "ws", "herdr_exec", Some(("k", "h"))).unwrap();
         s.write(|tx| tx.execute("UPDATE link_requests SET request_hash = NULL", [])).unwrap();
-        assert_eq!(earlier_state(record_sent(&s, "new", "ws", "herdr_exec", Some("k"), "other").unwrap()), "sent");
+        assert_eq!(earlier_state(record_sent(&s, "new", "ws", "herdr_exec", Some(("k", "other"))).unwrap()), "sent");
     }
 
     #[test]
     fn not_delivered_frees_the_key_and_only_keyed_rows_keep_answers() {
         let (_t, s, _c) = store();
-        record_sent(&s, "a1", "ws", "herdr_exec", Some("k"), "h").unwrap();
+        record_sent(&s, "a1", "ws", "herdr_exec", Some(("k", "h"))).unwrap();
         finish(&s, "a1", "not_delivered", "runtime_unavailable", None).unwrap();
-        assert_eq!(record_sent(&s, "a2", "ws", "herdr_exec", Some("k"), "h").unwrap(), Claim::Fresh);
-        record_sent(&s, "n1", "ws", "herdr_exec", None, "h").unwrap();
+        assert_eq!(record_sent(&s, "a2", "ws", "herdr_exec", Some(("k", "h"))).unwrap(), Claim::Fresh);
+        record_sent(&s, "n1", "ws", "herdr_exec", None).unwrap();
         finish(&s, "n1", "settled", "tool_result", Some("big answer")).unwrap();
         let answer: Option<String> =
             s.read(|tx| tx.query_row("SELECT answer FROM link_requests WHERE request_id = 'n1'", [], |r| r.get(0))).unwrap();
@@ -340,7 +341,7 @@ mod tests {
     #[test]
     fn late_answers_settle_uncertain_rows_of_their_workstation() {
         let (_t, s, _c) = store();
-        record_sent(&s, "a1", "ws", "herdr_exec", Some("k"), "h").unwrap();
+        record_sent(&s, "a1", "ws", "herdr_exec", Some(("k", "h"))).unwrap();
         finish(&s, "a1", "uncertain", "link_lost", None).unwrap();
         assert_eq!(earlier_state(lookup(&s, "ws", "k", "h").unwrap().unwrap()), "uncertain");
         assert!(!settle_late(&s, "ws2", "a1", "settled", "tool_result", Some("x")).unwrap(), "another workstation's answer");
@@ -357,7 +358,7 @@ mod tests {
     fn resume_lists_unanswered_rows_and_completed_ids() {
         let (_t, s, c) = store();
         for id in ["sent1", "unc1", "done1", "nd1", "old"] {
-            record_sent(&s, id, "ws", "herdr_fs_write", None, "h").unwrap();
+            record_sent(&s, id, "ws", "herdr_fs_write", None).unwrap();
         }
         finish(&s, "old", "uncertain", "link_lost", None).unwrap();
         c.advance_ms(KEEP_FINISHED_MS + 1);

@@ -285,7 +285,8 @@ fn on_frame(hub: &LinkHub, conn: &LinkConn, text: &str) -> Option<(u16, String)>
 /// `delivery_uncertain` (or timed out), so it is not answered again, but the
 /// ledger learns the real outcome for a retry with the same idempotency key.
 fn settle_late(hub: &LinkHub, workstation_id: &str, request_id: &str, outcome: &Outcome) {
-    let (state, label, answer) = settlement(outcome);
+    // Whether the row has a key is the ledger's to know; it keeps the answer only then.
+    let (state, label, answer) = settlement(outcome, true);
     match forward_pending::settle_late(&hub.store, workstation_id, request_id, state, &label, answer.as_deref()) {
         Ok(true) => tracing::info!(workstation = %workstation_id, request = %request_id, "a late answer settled an unanswered request"),
         Ok(false) => tracing::debug!(workstation = %workstation_id, request = %request_id, "answer for no unanswered request; ignored"),
