@@ -9,6 +9,7 @@
 //! succeed and would only hammer the edge. A suspended device is the exception:
 //! the operator may resume it, so the link keeps retrying at the backoff's pace.
 
+pub mod backoff;
 pub mod cli;
 pub mod connect;
 pub mod local;
@@ -23,8 +24,7 @@ use tokio_util::sync::CancellationToken;
 use local::LocalRuntime;
 use session::{End, run_session};
 
-pub const MIN_BACKOFF: Duration = Duration::from_millis(500);
-pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+pub use backoff::{MAX_BACKOFF, MIN_BACKOFF};
 
 #[derive(Clone)]
 pub struct LinkConfig {
@@ -79,7 +79,7 @@ pub async fn run(cfg: LinkConfig, stop: CancellationToken) -> Result<(), String>
     // Outlives the sessions: requests keep running across a reconnect, and
     // their answers are resumed on the next socket.
     let outbox = std::sync::Arc::new(outbox::Outbox::default());
-    let mut backoff = MIN_BACKOFF;
+    let mut backoff = backoff::Backoff::default();
     loop {
         match run_session(&cfg, &tls, &local, &outbox, &boot_id, started, &stop).await {
             End::Stopped => {
@@ -91,15 +91,12 @@ pub async fn run(cfg: LinkConfig, stop: CancellationToken) -> Result<(), String>
                 return Err(reason);
             }
             End::Retry { reason, linked } => {
-                if linked {
-                    backoff = MIN_BACKOFF;
-                }
-                tracing::warn!("link interrupted: {reason}; retrying in {} ms", backoff.as_millis());
+                let wait = backoff.after_session(linked);
+                tracing::warn!("link interrupted: {reason}; retrying in {} ms", wait.as_millis());
                 tokio::select! {
-                    _ = tokio::time::sleep(backoff) => {}
+                    _ = tokio::time::sleep(wait) => {}
                     _ = stop.cancelled() => return Ok(()),
                 }
-                backoff = (backoff * 2).min(MAX_BACKOFF);
             }
         }
     }
