@@ -5,11 +5,13 @@
 //! - [`roots`]: startup configuration of managed roots and write roots.
 //! - [`live_roots`]: the managed roots in force now (configured plus Herdr-derived).
 //! - [`paths`]: resolving a caller's path to a real path inside a managed root.
+//! - [`open`]: opening an existing file inside a root without a check-then-open gap.
 //! - [`secret`]: the secret-like path denylist.
 //! - [`atomic`]: all-or-nothing file changes with rollback.
 
 pub mod atomic;
 pub mod live_roots;
+pub mod open;
 pub mod paths;
 pub mod roots;
 pub mod secret;
@@ -20,6 +22,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 pub use live_roots::LiveRoots;
+pub use open::OpenedFile;
 pub use paths::{Resolved, Target};
 
 /// The configured policy of this runtime.

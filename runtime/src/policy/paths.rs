@@ -29,6 +29,27 @@ pub struct Resolved {
     pub root: PathBuf,
 }
 
+/// A caller's path after [`Policy::locate_existing`].
+pub(super) enum Located {
+    /// Normalized and inside `root` by its letters; symlinks not yet looked at.
+    Lexical { lexical: PathBuf, root: PathBuf },
+    /// Outside every root by its letters, but inside one once canonicalized (a
+    /// root reached through a symlinked directory, such as macOS `/tmp`).
+    Aliased(Resolved),
+}
+
+/// The disk half of [`Policy::resolve_existing`] for a path inside `root` by its
+/// letters: canonicalize (`not_found`), stay inside the root (`symlink_escape`) and
+/// the secret check again on the real path.
+pub(super) fn resolve_lexical(lexical: &Path, root: PathBuf) -> Result<Resolved, Refusal> {
+    let real = canonicalize(lexical)?;
+    if !real.starts_with(&root) {
+        return Err(escape(lexical, &real, &root));
+    }
+    deny_secret(&real, &root)?;
+    Ok(Resolved { real, root })
+}
+
 /// Where a write lands: an existing or new file inside a managed root.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
@@ -43,17 +64,23 @@ pub struct Target {
 impl Policy {
     /// Resolves an existing file or directory.
     pub fn resolve_existing(&self, raw: &str) -> Result<Resolved, Refusal> {
+        match self.locate_existing(raw)? {
+            Located::Lexical { lexical, root } => resolve_lexical(&lexical, root),
+            Located::Aliased(resolved) => Ok(resolved),
+        }
+    }
+
+    /// The checks of [`Policy::resolve_existing`] that need no look at the disk:
+    /// characters and length, anchoring, normalization, the root and the secret
+    /// check on the lexical path. Only a path outside every root is canonicalized
+    /// here, to see whether it reaches a root through an alias.
+    pub(super) fn locate_existing(&self, raw: &str) -> Result<Located, Refusal> {
         let lexical = self.normalize(raw)?;
         let Some(root) = self.root_of(&lexical) else {
-            return self.outside_or_aliased(raw, &lexical);
+            return self.outside_or_aliased(raw, &lexical).map(Located::Aliased);
         };
         deny_secret(&lexical, &root)?;
-        let real = canonicalize(&lexical)?;
-        if !real.starts_with(&root) {
-            return Err(escape(&lexical, &real, &root));
-        }
-        deny_secret(&real, &root)?;
-        Ok(Resolved { real, root })
+        Ok(Located::Lexical { lexical, root })
     }
 
     /// Resolves where a new or replaced file would be written. The parent directory

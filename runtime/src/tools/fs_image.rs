@@ -1,10 +1,13 @@
 //! `herdr_fs_image`: an image file as an MCP image block, so a model can look at it.
 
+use std::io::Read;
+
 use base64::Engine;
 use serde_json::{Map, Value, json};
 
 use super::common::{object_schema, path_refusal, path_schema, req_str, u64_arg};
 use super::{Access, Handler, ImageBlock, ToolContext, ToolOutput, ToolSpec};
+use crate::policy::OpenedFile;
 
 pub const DEFAULT_MAX_BYTES: u64 = 2_097_152;
 pub const MAX_BYTES_LIMIT: u64 = 8_000_000;
@@ -50,18 +53,11 @@ pub fn mime_for(path: &std::path::Path) -> Option<&'static str> {
 
 fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
     let max_bytes = u64_arg(args, "max_bytes", DEFAULT_MAX_BYTES);
-    let resolved = match ctx.policy.resolve_existing(req_str(args, "path")) {
-        Ok(r) => r,
+    let OpenedFile { mut file, meta, resolved } = match ctx.policy.open_existing_file(req_str(args, "path")) {
+        Ok(opened) => opened,
         Err(r) => return r.into(),
     };
     let path = &resolved.real;
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) => return path_refusal("stat_failed", path, format!("cannot stat {}: {e}", path.display())),
-    };
-    if !meta.is_file() {
-        return path_refusal("not_a_file", path, format!("{} is not a regular file", path.display()));
-    }
     let Some(mime) = mime_for(path) else {
         return ToolOutput::refusal(
             "unsupported_image",
@@ -76,7 +72,8 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
             json!({"path": path.display().to_string(), "bytes": meta.len(), "max_bytes": max_bytes}),
         );
     }
-    let bytes = match std::fs::read(path) {
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    let bytes = match file.read_to_end(&mut bytes).map(|_| bytes) {
         Ok(b) if b.len() as u64 <= max_bytes => b,
         Ok(b) => {
             return ToolOutput::refusal(

@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 
 use super::common::{object_schema, path_schema, req_str, u64_arg};
 use super::{Access, BoxFuture, Handler, ToolContext, ToolOutput, ToolSpec};
-use crate::policy::Resolved;
+use crate::policy::{OpenedFile, Resolved};
 
 /// Lines returned when `end_line` is omitted.
 pub const DEFAULT_LINES: u64 = 200;
@@ -59,8 +59,8 @@ pub fn reads_inline(len: u64) -> bool {
 
 fn run(ctx: Arc<ToolContext>, args: Map<String, Value>) -> BoxFuture<ToolOutput> {
     Box::pin(async move {
-        // Path resolution and the size check are a handful of metadata syscalls,
-        // cheap enough for the async worker; only the read may need the pool.
+        // The checked open and its fstat are two syscalls, cheap enough for the
+        // async worker; only the read may need the pool.
         let read = match prepare(&ctx, &args) {
             Ok(read) => read,
             Err(out) => return out,
@@ -80,6 +80,8 @@ struct Read {
     start: u64,
     end: u64,
     budget: usize,
+    /// Opened by the policy check itself, so the file read is the file checked.
+    file: File,
     resolved: Resolved,
     meta: Metadata,
 }
@@ -91,25 +93,15 @@ fn prepare(ctx: &ToolContext, args: &Map<String, Value>) -> Result<Read, ToolOut
         return Err(super::common::invalid_params("end_line must be >= start_line"));
     }
     let budget = u64_arg(args, "max_bytes", DEFAULT_MAX_BYTES) as usize;
-    let resolved = ctx.policy.resolve_existing(req_str(args, "path"))?;
-    let path = &resolved.real;
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) => {
-            return Err(super::common::path_refusal("stat_failed", path, format!("cannot stat {}: {e}", path.display())));
-        }
-    };
-    if !meta.is_file() {
-        return Err(super::common::path_refusal("not_a_file", path, format!("{} is not a regular file", path.display())));
-    }
-    Ok(Read { start, end, budget, resolved, meta })
+    let OpenedFile { file, meta, resolved } = ctx.policy.open_existing_file(req_str(args, "path"))?;
+    Ok(Read { start, end, budget, file, resolved, meta })
 }
 
 impl Read {
     fn run(self) -> ToolOutput {
-        let Read { start, end, budget, resolved, meta } = self;
+        let Read { start, end, budget, file, resolved, meta } = self;
         let path = &resolved.real;
-        let window = match File::open(path).and_then(|f| read_window(BufReader::new(f), start, end, budget)) {
+        let window = match read_window(BufReader::new(file), start, end, budget) {
             Ok(w) => w,
             Err(e) => return super::common::path_refusal("read_failed", path, format!("cannot read {}: {e}", path.display())),
         };
