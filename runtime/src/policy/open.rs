@@ -14,8 +14,8 @@
 //!   refusal keeps its reason and text, and the real path is opened, again without
 //!   following symlinks. If that open meets a symlink, the tree changed between
 //!   the check and the open: the read is refused, never followed.
-//! - Legacy: the kernel has no `openat2` (before Linux 5.6) or a seccomp filter
-//!   denies it. Resolve as above, then a plain open of the real path (with
+//! - Legacy: the kernel has no `openat2` (before Linux 5.6, or not Linux) or a
+//!   seccomp filter denies it. Resolve as above, then a plain open of the real path (with
 //!   `O_NOFOLLOW`, so only a swapped *directory* could still race), as before.
 //!
 //! Every open is non-blocking, so a FIFO or device inside a root is opened without
@@ -26,7 +26,6 @@ use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use nix::fcntl::{OFlag, OpenHow, ResolveFlag};
 use serde_json::json;
 
 use super::paths::{Located, resolve_lexical};
@@ -81,12 +80,21 @@ impl Policy {
 }
 
 /// `openat2(path, O_RDONLY|O_CLOEXEC|O_NOCTTY|O_NONBLOCK, RESOLVE_NO_SYMLINKS)`.
+#[cfg(target_os = "linux")]
 pub(crate) fn openat2_no_symlinks(path: &Path) -> io::Result<File> {
+    use nix::fcntl::{OFlag, OpenHow, ResolveFlag};
     let how = OpenHow::new()
         .flags(OFlag::O_RDONLY | OFlag::O_CLOEXEC | OFlag::O_NOCTTY | OFlag::O_NONBLOCK)
         .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS | ResolveFlag::RESOLVE_NO_MAGICLINKS);
     let fd = nix::fcntl::openat2(nix::fcntl::AT_FDCWD, path, how)?;
     Ok(File::from(fd))
+}
+
+/// Only Linux has `openat2`; elsewhere (macOS) every open takes the legacy route,
+/// as on a Linux kernel without it.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn openat2_no_symlinks(_path: &Path) -> io::Result<File> {
+    Err(io::Error::from_raw_os_error(libc::ENOSYS))
 }
 
 /// A plain open for kernels without `openat2`: the final component must not be a
