@@ -95,6 +95,21 @@ fn a_symlink_inside_the_root_is_resolved_then_opened_without_following() {
     }
 }
 
+/// A root reached through a symlink outside every root (as macOS `/tmp` is) is
+/// resolved first, then its real path is opened.
+#[test]
+fn a_path_through_an_alias_of_the_root_is_opened_at_its_real_path() {
+    let t = tree();
+    symlink(&t.root, t.outside.path().join("alias")).unwrap();
+    let raw = t.outside.path().join("alias/src/deep/a.txt");
+    let r = t.policy.open_existing_via(raw.to_str().unwrap(), &openat2_no_symlinks);
+    let expected = if cfg!(target_os = "linux") { Route::Resolved } else { Route::Legacy };
+    assert_eq!(route(&r), Some(expected));
+    assert_eq!(seen(r).unwrap(), (t.root.join("src/deep/a.txt"), t.root.clone(), "inside\n".into()));
+    let secret = t.outside.path().join("alias/.env");
+    assert_eq!(t.policy.open_existing_file(secret.to_str().unwrap()).unwrap_err().reason, "secret_path_denied");
+}
+
 /// Every refusal is the one `resolve_existing` gives, or today's `not_a_file`.
 #[test]
 fn refusals_match_resolve_existing_and_the_file_type() {
