@@ -15,8 +15,8 @@
 //!   following symlinks. If that open meets a symlink, the tree changed between
 //!   the check and the open: the read is refused, never followed.
 //! - Legacy: the kernel has no `openat2` (before Linux 5.6, or not Linux) or a
-//!   seccomp filter denies it. Resolve as above, then a plain open of the real path (with
-//!   `O_NOFOLLOW`, so only a swapped *directory* could still race), as before.
+//!   seccomp filter denies it. Resolve as above, then a plain open of the real
+//!   path (with `O_NOFOLLOW`, so only a swapped *directory* could still race).
 //!
 //! Every open is non-blocking, so a FIFO or device inside a root is opened without
 //! waiting for a writer and then refused by its type (`not_a_file`).

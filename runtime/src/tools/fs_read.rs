@@ -1,7 +1,7 @@
 //! `herdr_fs_read`: a window of lines from a text file, bounded by lines and bytes.
 
 use std::fs::{File, Metadata};
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read as _};
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
@@ -101,7 +101,7 @@ impl Read {
     fn run(self) -> ToolOutput {
         let Read { start, end, budget, file, resolved, meta } = self;
         let path = &resolved.real;
-        let window = match read_window(BufReader::new(file), start, end, budget) {
+        let window = match read_window(BufReader::new(file.take(read_limit(meta.len()))), start, end, budget) {
             Ok(w) => w,
             Err(e) => return super::common::path_refusal("read_failed", path, format!("cannot read {}: {e}", path.display())),
         };
@@ -132,6 +132,14 @@ impl Read {
         }
         ToolOutput::payload(payload)
     }
+}
+
+/// How many bytes to read of a file whose descriptor reported `len`. Stopping at
+/// the reported size saves the read that would only find the end (and keeps the
+/// lines consistent with the `bytes` reported). Pseudo-files such as those of
+/// procfs report 0 whatever they hold, so a 0 bounds nothing.
+fn read_limit(len: u64) -> u64 {
+    if len == 0 { u64::MAX } else { len }
 }
 
 /// The bytes as text, without a copy when they are valid UTF-8 (the usual case);
@@ -270,5 +278,30 @@ mod tests {
         assert_eq!(w.content, b"h");
         assert!(w.line_cut && w.cut_by_bytes);
         assert_eq!(w.returned, 1);
+    }
+
+    /// The read stops at the size the descriptor reported: bytes appended after
+    /// the open are not read, so `bytes` and the lines agree.
+    #[test]
+    fn the_read_stops_at_the_size_reported_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("log.txt"), "one\ntwo\n").unwrap();
+        let policy = crate::policy::Policy::for_tests(vec![dir.path().to_path_buf()]);
+        let OpenedFile { file, meta, resolved } = policy.open_existing_file("log.txt").unwrap();
+        let mut appender = std::fs::OpenOptions::new().append(true).open(dir.path().join("log.txt")).unwrap();
+        std::io::Write::write_all(&mut appender, b"three\n").unwrap();
+        let out = Read { start: 1, end: 10, budget: 100, file, resolved, meta }.run();
+        assert_eq!(out.payload["content"], "one\ntwo\n", "{}", out.payload);
+        assert_eq!((out.payload["bytes"].as_u64(), out.payload["lines"]["total"].as_u64()), (Some(8), Some(2)));
+    }
+
+    /// procfs files report a size of 0 but hold text: a 0 does not bound the read.
+    #[test]
+    fn a_file_reporting_size_zero_is_read_to_its_end() {
+        let policy = crate::policy::Policy::for_tests(vec![std::path::PathBuf::from("/proc/self")]);
+        let OpenedFile { file, meta, resolved } = policy.open_existing_file("status").unwrap();
+        assert_eq!(meta.len(), 0);
+        let out = Read { start: 1, end: 1, budget: 1000, file, resolved, meta }.run();
+        assert!(out.payload["content"].as_str().unwrap().starts_with("Name:"), "{}", out.payload);
     }
 }
