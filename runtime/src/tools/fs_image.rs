@@ -72,14 +72,15 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
             json!({"path": path.display().to_string(), "bytes": meta.len(), "max_bytes": max_bytes}),
         );
     }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    let bytes = match file.read_to_end(&mut bytes).map(|_| bytes) {
-        Ok(b) if b.len() as u64 <= max_bytes => b,
-        Ok(b) => {
+    let bytes = match read_within(&mut file, meta.len(), max_bytes) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => {
+            // The read stopped one byte past the limit; the descriptor tells the size now.
+            let now = file.metadata().map_or(0, |m| m.len()).max(max_bytes + 1);
             return ToolOutput::refusal(
                 "image_too_large",
-                format!("{} grew to {} bytes while being read", path.display(), b.len()),
-                json!({"path": path.display().to_string(), "bytes": b.len(), "max_bytes": max_bytes}),
+                format!("{} grew to {now} bytes while being read, more than max_bytes ({max_bytes})", path.display()),
+                json!({"path": path.display().to_string(), "bytes": now, "max_bytes": max_bytes}),
             );
         }
         Err(e) => return path_refusal("read_failed", path, format!("cannot read {}: {e}", path.display())),
@@ -96,4 +97,29 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
         mime_type: mime.to_string(),
     });
     out
+}
+
+/// The whole file if it holds at most `max_bytes`, else `None`. Reading stops one
+/// byte past the limit, so a file that grows after its size was checked is never
+/// held in memory beyond that.
+fn read_within(reader: impl Read, expected: u64, max_bytes: u64) -> std::io::Result<Option<Vec<u8>>> {
+    let mut bytes = Vec::with_capacity(expected.min(max_bytes) as usize);
+    reader.take(max_bytes.saturating_add(1)).read_to_end(&mut bytes)?;
+    Ok((bytes.len() as u64 <= max_bytes).then_some(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Cursor;
+
+    use super::read_within;
+
+    #[test]
+    fn reads_up_to_the_limit_and_stops_one_byte_past_it() {
+        assert_eq!(read_within(&b"abcd"[..], 4, 4).unwrap(), Some(b"abcd".to_vec()));
+        assert_eq!(read_within(&b""[..], 0, 4).unwrap(), Some(Vec::new()));
+        let mut grown = Cursor::new(vec![0u8; 1000]);
+        assert_eq!(read_within(&mut grown, 4, 4).unwrap(), None);
+        assert_eq!(grown.position(), 5, "read more than one byte past the limit");
+    }
 }
