@@ -3,13 +3,20 @@
 //! measured in the same run. Each client keeps one HTTP/1.1 connection and sends
 //! stateless JSON-RPC POSTs, as the native host does.
 //!
+//! The bare server has a second tool, `fixed_reply`, that does no work but answers
+//! with a reply of the same shape and size as ours (the file's payload as a text
+//! block and again as `structuredContent`, built once at start). The echo is the
+//! baseline the issue fixes; `fixed_reply` is the floor that the reply size alone
+//! imposes on any rmcp server, so ours/floor shows what ours adds beyond it.
+//!
 //! `cargo bench -p herdr-mcp --bench fs_read_latency` (optionally
 //! `-- --seconds 3`). Both servers run as separate processes, with the same
 //! stateless, JSON-answering rmcp configuration and the same client.
 //!
-//! On a shared machine the load drifts within seconds, so each level alternates
-//! short rounds of ours and bare (ours first, then bare first, …) and pools the
-//! samples per server; the ratios then compare like with like.
+//! On a shared machine the load drifts within seconds, so each level runs short
+//! rounds of the three measurements in rotating order (each goes first, second and
+//! third equally often) and pools the samples per measurement; the ratios then
+//! compare like with like.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -23,14 +30,22 @@ use serde_json::{Value, json};
 
 const FILE_BYTES: usize = 4096;
 const WARMUP: Duration = Duration::from_millis(100);
-/// Alternating rounds per level (even, so each server goes first equally often).
-const ROUNDS: u32 = 4;
+/// Rounds per level; a multiple of the three measurements, so each takes every
+/// place in the rotation equally often.
+const ROUNDS: u32 = 6;
+/// How far the floor's reply length may differ from ours before the bench refuses
+/// to run (the floor must stay size-matched as the payload evolves).
+const FLOOR_SIZE_TOLERANCE: f64 = 0.03;
 const READY_DEADLINE: Duration = Duration::from_secs(30);
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(i) = args.iter().position(|a| a == "--bare-server") {
-        bare::run(Path::new(&args[i + 1]));
+        let (Some(socket), Some(file)) = (args.get(i + 1), args.get(i + 2)) else {
+            eprintln!("usage: --bare-server SOCKET FILE (FILE: the file whose read `fixed_reply` imitates)");
+            std::process::exit(2);
+        };
+        bare::run(Path::new(socket), Path::new(file));
         return;
     }
     let seconds: f64 = args
@@ -86,54 +101,88 @@ async fn bench(duration: Duration) {
         child: Command::new(std::env::current_exe().unwrap())
             .arg("--bare-server")
             .arg(&bare_socket)
+            .arg(repo.join("four_k.txt"))
             .stderr(Stdio::inherit())
             .spawn()
             .expect("spawn bare server"),
         socket: bare_socket,
     };
-    wait_ready(&ours.socket, &call_body("herdr_fs_read", json!({"path": "four_k.txt"}))).await;
-    wait_ready(&bare.socket, &call_body("echo", json!({"text": "x"}))).await;
+    let ours_body = call_body("herdr_fs_read", json!({"path": "four_k.txt"}));
+    let bare_body = call_body("echo", json!({"text": "x"}));
+    let floor_body = call_body("fixed_reply", json!({}));
+    wait_ready(&ours.socket, &ours_body).await;
+    wait_ready(&bare.socket, &bare_body).await;
 
-    // Check the measured call really reads the file.
-    let first = post(&mut connect(&ours.socket).await, &call_body("herdr_fs_read", json!({"path": "four_k.txt"}))).await;
+    // Check the measured call really reads the file, and that the floor's reply
+    // matches it in size and shape.
+    let first = post(&mut connect(&ours.socket).await, &ours_body).await;
     let v: Value = serde_json::from_slice(&first).expect("JSON reply");
     let payload = &v["result"]["structuredContent"];
     assert_eq!(payload["ok"], true, "herdr_fs_read failed: {v}");
     assert!(v.to_string().contains(&content[..64]), "reply lacks the file content: {v}");
+    let floor_reply = post(&mut connect(&bare.socket).await, &floor_body).await;
+    check_floor_matches(&first, &floor_reply);
 
     println!(
-        "tools/call over the Unix socket, stateless JSON-RPC POSTs, {:.1} s per server and level in {ROUNDS} alternating rounds",
+        "tools/call over the Unix socket, stateless JSON-RPC POSTs, {:.1} s per server and level in {ROUNDS} rotating rounds",
         duration.as_secs_f64()
+    );
+    println!(
+        "reply bytes: herdr_fs_read {}, fixed_reply {} (floor), echo {}",
+        first.len(),
+        floor_reply.len(),
+        post(&mut connect(&bare.socket).await, &bare_body).await.len()
     );
     println!("load average at start: {}", load_average());
     println!("{:<28} {:>8} {:>10} {:>10} {:>12}", "server / clients", "calls", "p50 (µs)", "p99 (µs)", "calls/s");
-    let ours_body = call_body("herdr_fs_read", json!({"path": "four_k.txt"}));
-    let bare_body = call_body("echo", json!({"text": "x"}));
+    let targets = [(&ours.socket, &ours_body), (&bare.socket, &bare_body), (&bare.socket, &floor_body)];
     let round = duration / ROUNDS;
     for clients in [1usize, 16] {
-        let (mut ours_samples, mut bare_samples) = (Vec::new(), Vec::new());
-        for r in 0..ROUNDS {
-            let ours_first = r % 2 == 0;
-            if ours_first {
-                ours_samples.extend(run_round(&ours.socket, &ours_body, clients, round).await);
-            }
-            bare_samples.extend(run_round(&bare.socket, &bare_body, clients, round).await);
-            if !ours_first {
-                ours_samples.extend(run_round(&ours.socket, &ours_body, clients, round).await);
+        let mut samples: [Vec<u128>; 3] = Default::default();
+        for r in 0..ROUNDS as usize {
+            for k in 0..targets.len() {
+                let which = (r + k) % targets.len();
+                let (socket, body) = targets[which];
+                samples[which].extend(run_round(socket, body, clients, round).await);
             }
         }
-        let ours_stats = Stats::from_samples(ours_samples, round * ROUNDS);
-        let bare_stats = Stats::from_samples(bare_samples, round * ROUNDS);
+        let [ours_stats, bare_stats, floor_stats] = samples.map(|s| Stats::from_samples(s, round * ROUNDS));
         ours_stats.print(&format!("herdr_fs_read (ours) x{clients}"));
         bare_stats.print(&format!("echo (bare rmcp) x{clients}"));
-        println!(
-            "  ratio ours/bare at {clients:>2} clients: p50 {:.2}x, p99 {:.2}x, throughput {:.2}x",
-            ours_stats.p50 as f64 / bare_stats.p50 as f64,
-            ours_stats.p99 as f64 / bare_stats.p99 as f64,
-            ours_stats.rate / bare_stats.rate
-        );
+        floor_stats.print(&format!("fixed_reply (floor) x{clients}"));
+        for (label, other) in [("ours/bare ", &bare_stats), ("ours/floor", &floor_stats)] {
+            println!(
+                "  ratio {label} at {clients:>2} clients: p50 {:.2}x, p99 {:.2}x, throughput {:.2}x",
+                ours_stats.p50 as f64 / other.p50 as f64,
+                ours_stats.p99 as f64 / other.p99 as f64,
+                ours_stats.rate / other.rate
+            );
+        }
     }
     println!("load average at end: {}", load_average());
+}
+
+/// Refuses to run when the floor's reply no longer matches ours: the same members in
+/// its result and its payload, and a length within [`FLOOR_SIZE_TOLERANCE`].
+fn check_floor_matches(ours: &[u8], floor: &[u8]) {
+    let parse = |bytes: &[u8], who: &str| -> Value {
+        serde_json::from_slice(bytes).unwrap_or_else(|e| panic!("{who} reply is not JSON: {e}"))
+    };
+    let (o, f) = (parse(ours, "herdr_fs_read"), parse(floor, "fixed_reply"));
+    let keys = |v: &Value| v.as_object().map(|m| m.keys().cloned().collect::<Vec<_>>()).unwrap_or_default();
+    assert_eq!(keys(&o["result"]), keys(&f["result"]), "result members differ:\nours  {o}\nfloor {f}");
+    let (o_payload, f_payload) = (&o["result"]["structuredContent"], &f["result"]["structuredContent"]);
+    assert_eq!(keys(o_payload), keys(f_payload), "payload members differ");
+    assert_eq!(o_payload["content"], f_payload["content"], "the floor carries other content than ours");
+    let text = |v: &Value| v["result"]["content"][0]["text"].as_str().map(str::to_string).expect("a text block");
+    assert_eq!(text(&f), f_payload.to_string(), "the floor's text block is not its payload");
+    let drift = (floor.len() as f64 - ours.len() as f64).abs() / ours.len() as f64;
+    assert!(
+        drift <= FLOOR_SIZE_TOLERANCE,
+        "fixed_reply is {} bytes, herdr_fs_read {}: the floor no longer matches ours in size",
+        floor.len(),
+        ours.len()
+    );
 }
 
 /// The 1, 5 and 15 minute load averages, to judge how busy the machine was.
@@ -237,9 +286,9 @@ async fn wait_ready(socket: &Path, body: &Bytes) {
     }
 }
 
-/// The baseline: rmcp's own stateless streamable HTTP service with one echo tool,
+/// The baseline: rmcp's own stateless streamable HTTP service with an echo tool,
 /// served by axum on a Unix socket — the same transport stack minus our layer and
-/// tool registry.
+/// tool registry. Its `fixed_reply` tool is the size-matched floor (see the top).
 mod bare {
     use std::path::Path;
     use std::sync::Arc;
@@ -252,10 +301,37 @@ mod bare {
     use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
     use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
     use rmcp::{ErrorData, RoleServer, ServerHandler};
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     #[derive(Clone)]
-    struct Echo;
+    struct Echo {
+        /// `fixed_reply`'s answer, built once; each call only clones it.
+        fixed_reply: Arc<CallToolResult>,
+    }
+
+    /// A payload with the members and values `herdr_fs_read` gives for a whole
+    /// single-line file (the bench's file has no newline), written the way ours is:
+    /// compact JSON text plus the same object as `structuredContent`.
+    fn fixed_reply(file: &Path) -> CallToolResult {
+        let file = std::fs::canonicalize(file).expect("fixed_reply's file exists");
+        let content = std::fs::read_to_string(&file).expect("fixed_reply's file is UTF-8 text");
+        let root = file.parent().expect("the file has a directory");
+        let payload = json!({
+            "ok": true,
+            "path": file.to_string_lossy(),
+            "root": root.to_string_lossy(),
+            "lines": {"start": 1, "end": 1, "total": 1},
+            "next_start_line": Value::Null,
+            "truncated_by": Value::Null,
+            "bytes": content.len(),
+            "budget": 16384,
+            "truncated": false,
+            "content": content,
+        });
+        let mut result = CallToolResult::success(vec![ContentBlock::text(payload.to_string())]);
+        result.structured_content = Some(payload);
+        result
+    }
 
     impl ServerHandler for Echo {
         fn get_info(&self) -> InitializeResult {
@@ -268,8 +344,10 @@ mod bare {
             _: RequestContext<RoleServer>,
         ) -> Result<ListToolsResult, ErrorData> {
             let schema = json!({"type": "object", "properties": {"text": {"type": "string"}}});
-            let tool = Tool::new("echo", "Echo text back.", Arc::new(schema.as_object().unwrap().clone()));
-            Ok(ListToolsResult::with_all_items(vec![tool]))
+            let echo = Tool::new("echo", "Echo text back.", Arc::new(schema.as_object().unwrap().clone()));
+            let empty = json!({"type": "object"});
+            let fixed = Tool::new("fixed_reply", "The same reply every time.", Arc::new(empty.as_object().unwrap().clone()));
+            Ok(ListToolsResult::with_all_items(vec![echo, fixed]))
         }
 
         async fn call_tool(
@@ -277,12 +355,16 @@ mod bare {
             request: CallToolRequestParams,
             _: RequestContext<RoleServer>,
         ) -> Result<CallToolResponse, ErrorData> {
+            if request.name == "fixed_reply" {
+                return Ok(CallToolResponse::Complete(CallToolResult::clone(&self.fixed_reply)));
+            }
             let text = request.arguments.and_then(|a| a.get("text").cloned()).unwrap_or_default();
             Ok(CallToolResponse::Complete(CallToolResult::success(vec![ContentBlock::text(text.to_string())])))
         }
     }
 
-    pub fn run(socket: &Path) {
+    pub fn run(socket: &Path, file: &Path) {
+        let echo = Echo { fixed_reply: Arc::new(fixed_reply(file)) };
         let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
         rt.block_on(async {
             let _ = std::fs::remove_file(socket);
@@ -292,7 +374,8 @@ mod bare {
                 .with_legacy_session_mode(false)
                 .with_json_response(true)
                 .with_sse_retry(None);
-            let service = StreamableHttpService::new(|| Ok(Echo), Arc::new(NeverSessionManager::default()), config);
+            let service =
+                StreamableHttpService::new(move || Ok(echo.clone()), Arc::new(NeverSessionManager::default()), config);
             let app = axum::Router::new().route_service("/mcp", service);
             axum::serve(listener, app).await.expect("serve bare");
         });

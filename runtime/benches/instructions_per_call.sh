@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Server-side instructions per `tools/call`, ours (herdr_fs_read of 4 KiB) against
-# the bare rmcp echo server, counted by valgrind's callgrind. Instruction counts do
+# the bare rmcp server's echo (the baseline) and its `fixed_reply` (the floor: a
+# reply of ours' shape and size, built once), counted by valgrind's callgrind. Instruction counts do
 # not depend on how busy the machine is, unlike the wall-clock bench, so this is the
 # figure to compare changes by on a shared machine.
 #
@@ -9,7 +10,8 @@
 #
 # Each server runs under callgrind; after a warm-up of 200 calls the counters are
 # zeroed, CALLS sequential calls go over one keep-alive connection, and the counters
-# are dumped. The client (python3) is not measured.
+# are dumped. The client (python3) is not measured. With KEEP_PROFILES=DIR the
+# callgrind dumps are kept there (ours/bare/floor.callgrind) for callgrind_annotate.
 set -euo pipefail
 
 calls=${1:-500}
@@ -46,7 +48,7 @@ class UnixConnection(http.client.HTTPConnection):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.connect(self.unix_path)
 sock, tool, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-args = {"path": "four_k.txt"} if tool == "herdr_fs_read" else {"text": "x"}
+args = {"herdr_fs_read": {"path": "four_k.txt"}, "echo": {"text": "x"}, "fixed_reply": {}}[tool]
 body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": args}}).encode()
 headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 conn = UnixConnection(sock)
@@ -56,6 +58,7 @@ for _ in range(n):
     data = reply.read()
     if reply.status != 200 or b'"isError":true' in data:
         sys.exit(f"{tool}: HTTP {reply.status}: {data[:300]!r}")
+print(len(data))
 EOF
 
 start_server() {
@@ -66,41 +69,57 @@ start_server() {
         valgrind --tool=callgrind --callgrind-out-file="$out" \
         "$ours_bin" serve --socket "$sock" --root "$work/repo" 2>"$work/$name.valgrind" &
       ;;
-    bare)
-      valgrind --tool=callgrind --callgrind-out-file="$out" "$bare_bin" --bare-server "$sock" 2>"$work/$name.valgrind" &
+    bare|floor)
+      valgrind --tool=callgrind --callgrind-out-file="$out" "$bare_bin" --bare-server "$sock" "$work/repo/four_k.txt" \
+        2>"$work/$name.valgrind" &
       ;;
   esac
   server_pid=$!
 }
 
-# measure NAME TOOL → sets `result` to the server's instructions per call (no
-# subshell, so the EXIT trap still stops a server left running by a failure)
+# measure NAME TOOL → sets `result` to the server's instructions per call and
+# `reply_bytes` to the length of its reply (no subshell, so the EXIT trap still
+# stops a server left running by a failure)
 measure() {
   local name=$1 tool=$2
   local sock=$work/$name.sock out=$work/$name.callgrind
   start_server "$name" "$sock" "$out"
   local deadline=$((SECONDS + 120))
-  until [[ -S $sock ]] && python3 "$work/client.py" "$sock" "$tool" 1 2>/dev/null; do
+  until [[ -S $sock ]] && python3 "$work/client.py" "$sock" "$tool" 1 >/dev/null 2>&1; do
     (( SECONDS < deadline )) || { echo "$name did not come up; see $work/$name.valgrind" >&2; exit 1; }
     sleep 0.2
   done
-  python3 "$work/client.py" "$sock" "$tool" 200
+  reply_bytes=$(python3 "$work/client.py" "$sock" "$tool" 200)
   callgrind_control -z "$server_pid" >/dev/null 2>&1
-  python3 "$work/client.py" "$sock" "$tool" "$calls"
+  python3 "$work/client.py" "$sock" "$tool" "$calls" >/dev/null
   callgrind_control -d "$server_pid" >/dev/null 2>&1
   kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=
   local dump total
   dump=$(ls -t "$out".* | head -n1)
   total=$(awk '/^(summary|totals):/ {print $2; exit}' "$dump")
   result=$((total / calls))
+  if [[ -n ${KEEP_PROFILES:-} ]]; then
+    mkdir -p "$KEEP_PROFILES" && cp "$dump" "$KEEP_PROFILES/$name.callgrind"
+  fi
 }
 
-measure ours herdr_fs_read; ours=$result
+measure ours herdr_fs_read; ours=$result; ours_bytes=$reply_bytes
 measure bare echo; bare=$result
+measure floor fixed_reply; floor=$result; floor_bytes=$reply_bytes
+# The floor means something only while its reply matches ours in size (3 %).
+if (( floor_bytes * 100 < ours_bytes * 97 || floor_bytes * 100 > ours_bytes * 103 )); then
+  echo "fixed_reply answers $floor_bytes bytes, herdr_fs_read $ours_bytes: the floor no longer matches ours" >&2
+  exit 1
+fi
 echo "instructions per call, server side, $calls sequential calls after a 200-call warm-up"
-echo "  herdr_fs_read (ours): $ours"
-echo "  echo (bare rmcp):     $bare"
-awk -v o="$ours" -v b="$bare" 'BEGIN {printf "  ratio ours/bare:      %.2fx\n", o / b}'
+echo "  herdr_fs_read (ours):   $ours   ($ours_bytes reply bytes)"
+echo "  echo (bare rmcp):       $bare"
+echo "  fixed_reply (floor):    $floor   ($floor_bytes reply bytes)"
+awk -v o="$ours" -v b="$bare" -v f="$floor" 'BEGIN {
+  printf "  ratio ours/bare:        %.2fx\n", o / b
+  printf "  ratio ours/floor:       %.2fx\n", o / f
+  printf "  ratio floor/bare:       %.2fx\n", f / b
+}'
 # A valgrind that does not know openat2 (x86-64 syscall 437; 3.19 does not) answers
 # ENOSYS, so ours then opens files by its fallback route (realpath, then open) and
 # these counts include that route, not the one ours takes natively.
