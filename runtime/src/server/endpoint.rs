@@ -44,6 +44,10 @@ pub const MAX_SESSIONS: usize = 1024;
 /// SSE keep-alive comment interval on long-lived streams.
 const SSE_KEEP_ALIVE: Duration = Duration::from_secs(15);
 const SESSION_HEADER: &str = "mcp-session-id";
+/// What the stateless service must see in `Accept` (built at compile time: a
+/// `from_static` at run time checks every byte on each request).
+const ACCEPT_JSON_AND_SSE: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
+const CONTENT_TYPE_JSON: HeaderValue = HeaderValue::from_static("application/json");
 
 type SessionService = StreamableHttpService<McpHandler, LocalSessionManager>;
 type StatelessService = StreamableHttpService<McpHandler, NeverSessionManager>;
@@ -147,7 +151,7 @@ impl McpEndpoint {
         if parts.headers.get(header::CONTENT_TYPE).is_none() {
             // The body already parsed as JSON; a client that omits the type still
             // meant it.
-            parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            parts.headers.insert(header::CONTENT_TYPE, CONTENT_TYPE_JSON);
         }
         let is_tools_list = envelope.method.as_deref() == Some("tools/list");
         let response = if has_session || wants_session {
@@ -165,7 +169,7 @@ impl McpEndpoint {
         } else {
             // The stateless service answers JSON whatever the client accepts, but
             // rmcp insists on both media types being acceptable.
-            parts.headers.insert(header::ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
+            parts.headers.insert(header::ACCEPT, ACCEPT_JSON_AND_SSE);
             let request = Request::from_parts(parts, Body::from(bytes));
             into_axum(self.inner.stateless.handle(request).await)
         };

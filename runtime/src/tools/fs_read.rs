@@ -125,8 +125,9 @@ impl Read {
             "bytes": meta.len(),
             "budget": budget,
             "truncated": truncated_by.is_some(),
-            "content": into_text(window.content),
         });
+        // Moved in rather than written inside `json!`, which would copy the text.
+        payload["content"] = Value::String(into_text(window.content));
         if window.line_cut {
             payload["line_truncated"] = json!(true);
         }
