@@ -1,5 +1,10 @@
 //! All-or-nothing file changes (spec §2.6).
 //!
+//! 0. Open: every target's directory (and that of a `WriteLike` model) is opened once
+//!    as a descriptor without following symlinks ([`Dir`]); every later step is
+//!    relative to it, so a directory swapped for a symlink after the policy check
+//!    cannot carry the change out of the managed root. A symlink met here refuses
+//!    the whole transaction before anything is written.
 //! 1. Stage: every new content goes to `.<name>.herdr-mcp-<txn>-<i>.tmp` in the target's
 //!    own directory (same filesystem, so renames are atomic), with the old file's
 //!    permissions, and is fsynced. A staging failure touches no target.
@@ -8,11 +13,14 @@
 //!    is undone in reverse order, so the targets end byte-identical to before.
 //! 3. Clean up: backups are removed and the directories fsynced.
 
-use std::fs::{self, File, OpenOptions};
+use std::ffi::OsString;
 use std::io::{self, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::dir_fd::{Dir, DirOpen, openat2_dir};
 
 /// One change of a transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,35 +63,23 @@ pub fn commit_with_fault(
     changes: &[Change],
     fault: &mut dyn FnMut(usize) -> io::Result<()>,
 ) -> Result<(), CommitError> {
-    let txn = txn_id();
-    let mut temps: Vec<Option<PathBuf>> = Vec::with_capacity(changes.len());
-    for (i, change) in changes.iter().enumerate() {
-        let staged = match change {
-            Change::Write { path, bytes } => Some((path, stage(path, bytes, path, &txn, i))),
-            Change::WriteLike { path, bytes, like } => Some((path, stage(path, bytes, like, &txn, i))),
-            Change::Delete { .. } => None,
-        };
-        match staged {
-            Some((path, result)) => match result {
-                Ok(tmp) => temps.push(Some(tmp)),
-                Err(e) => {
-                    remove_all(temps.iter().flatten());
-                    return Err(CommitError {
-                        path: path.clone(),
-                        message: format!("cannot stage new content for {}: {e}", path.display()),
-                        rolled_back: true,
-                    });
-                }
-            },
-            None => temps.push(None),
-        }
-    }
+    commit_via(changes, fault, &openat2_dir)
+}
 
+/// [`commit_with_fault`] with the directory open given (tests act as a kernel
+/// without `openat2`, or as a tree changed after the check).
+pub(crate) fn commit_via(
+    changes: &[Change],
+    fault: &mut dyn FnMut(usize) -> io::Result<()>,
+    open: DirOpen,
+) -> Result<(), CommitError> {
+    let mut txn = Txn::open(changes, open)?;
+    txn.stage(changes)?;
     let mut done: Vec<Step> = Vec::new();
     for (i, change) in changes.iter().enumerate() {
-        if let Err(e) = swap(change, temps[i].as_deref(), &txn, i, fault, &mut done) {
-            let undo_errors = undo(&done);
-            remove_all(temps.iter().flatten());
+        if let Err(e) = fault(i).and_then(|()| txn.swap(i, change, &mut done)) {
+            let undo_errors = txn.undo(&done);
+            txn.remove_temps();
             let rolled_back = undo_errors.is_empty();
             let mut message = format!("cannot apply the change to {}: {e}", change.path().display());
             if rolled_back {
@@ -94,104 +90,190 @@ pub fn commit_with_fault(
             return Err(CommitError { path: change.path().to_path_buf(), message, rolled_back });
         }
     }
-
-    for step in &done {
-        if let Step::Backed { backup, .. } = step {
-            let _ = fs::remove_file(backup);
-        }
-    }
-    let mut dirs: Vec<&Path> = changes.iter().filter_map(|c| c.path().parent()).collect();
-    dirs.sort();
-    dirs.dedup();
-    for dir in dirs {
-        // Best effort: the renames are already visible; this only hardens them
-        // against a power loss.
-        let _ = File::open(dir).and_then(|d| d.sync_all());
-    }
+    txn.finish(&done);
     Ok(())
 }
 
-/// A swap step already performed, recorded so it can be undone.
+/// One transaction: its id, the directories it works in (each opened once), and
+/// per change where its target lives, whose permissions it takes and its temp file.
+struct Txn {
+    id: String,
+    dirs: Vec<Dir>,
+    targets: Vec<Entry>,
+    /// The file whose permissions new content takes: the one it replaces, or the
+    /// `WriteLike` model. None for a deletion.
+    models: Vec<Option<Entry>>,
+    temps: Vec<Option<OsString>>,
+}
+
+/// A name in one of the transaction's directories (an index into `Txn::dirs`).
+#[derive(Clone)]
+struct Entry {
+    dir: usize,
+    name: OsString,
+}
+
+/// A swap step already performed (by change index), recorded so it can be undone.
 enum Step {
-    Backed { target: PathBuf, backup: PathBuf },
-    Placed { target: PathBuf },
+    Backed { i: usize, backup: OsString },
+    Placed { i: usize },
 }
 
-fn swap(
-    change: &Change,
-    temp: Option<&Path>,
-    txn: &str,
-    i: usize,
-    fault: &mut dyn FnMut(usize) -> io::Result<()>,
-    done: &mut Vec<Step>,
-) -> io::Result<()> {
-    fault(i)?;
-    let target = change.path();
-    let exists = fs::symlink_metadata(target).is_ok();
-    if exists {
-        let backup = sibling(target, txn, i, "bak");
-        fs::rename(target, &backup)?;
-        done.push(Step::Backed { target: target.to_path_buf(), backup });
-    } else if matches!(change, Change::Delete { .. }) {
-        return Err(io::Error::new(io::ErrorKind::NotFound, "the file to delete is gone"));
-    }
-    if let Some(temp) = temp {
-        fs::rename(temp, target)?;
-        done.push(Step::Placed { target: target.to_path_buf() });
-    }
-    Ok(())
-}
-
-fn undo(done: &[Step]) -> Vec<String> {
-    let mut errors = Vec::new();
-    for step in done.iter().rev() {
-        let result = match step {
-            Step::Placed { target } => fs::remove_file(target),
-            Step::Backed { target, backup } => fs::rename(backup, target),
-        };
-        if let Err(e) = result {
-            let what = match step {
-                Step::Placed { target } => format!("new {} could not be removed: {e}", target.display()),
-                Step::Backed { target, backup } => {
-                    format!("{} could not be restored from {}: {e}", target.display(), backup.display())
+impl Txn {
+    /// Opens every directory the changes touch, before anything is written.
+    fn open(changes: &[Change], open: DirOpen) -> Result<Txn, CommitError> {
+        let mut txn = Txn { id: txn_id(), dirs: Vec::new(), targets: Vec::new(), models: Vec::new(), temps: Vec::new() };
+        for change in changes {
+            let target = txn.locate(change.path(), open).map_err(|e| staging_failed(change.path(), e))?;
+            let model = match change {
+                Change::Write { .. } => Some(target.clone()),
+                Change::WriteLike { like, .. } => {
+                    Some(txn.locate(like, open).map_err(|e| staging_failed(change.path(), e))?)
                 }
+                Change::Delete { .. } => None,
             };
-            errors.push(what);
+            txn.targets.push(target);
+            txn.models.push(model);
+        }
+        Ok(txn)
+    }
+
+    fn locate(&mut self, path: &Path, open: DirOpen) -> io::Result<Entry> {
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "the path names no file in a directory"));
+        };
+        let dir = match self.dirs.iter().position(|d| d.path == parent) {
+            Some(i) => i,
+            None => {
+                self.dirs.push(Dir::open(parent, open)?);
+                self.dirs.len() - 1
+            }
+        };
+        Ok(Entry { dir, name: name.to_os_string() })
+    }
+
+    fn dir(&self, entry: &Entry) -> &Dir {
+        &self.dirs[entry.dir]
+    }
+
+    /// Writes every new content to its temp file; on a failure removes those
+    /// already written, so no target and no directory has changed.
+    fn stage(&mut self, changes: &[Change]) -> Result<(), CommitError> {
+        for (i, change) in changes.iter().enumerate() {
+            let staged = match (change, &self.models[i]) {
+                (Change::Write { bytes, .. } | Change::WriteLike { bytes, .. }, Some(model)) => {
+                    let mode = self.dir(model).file_mode(Path::new(&model.name));
+                    stage(self.dir(&self.targets[i]), &self.targets[i].name, bytes, mode, &self.id, i).map(Some)
+                }
+                _ => Ok(None),
+            };
+            match staged {
+                Ok(tmp) => self.temps.push(tmp),
+                Err(e) => {
+                    self.remove_temps();
+                    return Err(staging_failed(change.path(), e));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves an existing target aside to its backup, then the temp file into place.
+    fn swap(&self, i: usize, change: &Change, done: &mut Vec<Step>) -> io::Result<()> {
+        let dir = self.dir(&self.targets[i]);
+        let target = Path::new(&self.targets[i].name);
+        if dir.contains(target) {
+            let backup = sibling(&self.targets[i].name, &self.id, i, "bak");
+            dir.rename(target, Path::new(&backup))?;
+            done.push(Step::Backed { i, backup });
+        } else if matches!(change, Change::Delete { .. }) {
+            return Err(io::Error::new(io::ErrorKind::NotFound, "the file to delete is gone"));
+        }
+        if let Some(temp) = &self.temps[i] {
+            dir.rename(Path::new(temp), target)?;
+            done.push(Step::Placed { i });
+        }
+        Ok(())
+    }
+
+    /// Undoes `done` in reverse order; returns what could not be undone.
+    fn undo(&self, done: &[Step]) -> Vec<String> {
+        let mut errors = Vec::new();
+        for step in done.iter().rev() {
+            let (Step::Placed { i } | Step::Backed { i, .. }) = step;
+            let dir = self.dir(&self.targets[*i]);
+            let name = Path::new(&self.targets[*i].name);
+            let target = dir.path.join(name);
+            let result = match step {
+                Step::Placed { .. } => dir.unlink(name),
+                Step::Backed { backup, .. } => dir.rename(Path::new(backup), name),
+            };
+            if let Err(e) = result {
+                errors.push(match step {
+                    Step::Placed { .. } => format!("new {} could not be removed: {e}", target.display()),
+                    Step::Backed { backup, .. } => {
+                        format!("{} could not be restored from {}: {e}", target.display(), dir.path.join(backup).display())
+                    }
+                });
+            }
+        }
+        errors
+    }
+
+    fn remove_temps(&self) {
+        for (i, tmp) in self.temps.iter().enumerate() {
+            if let Some(tmp) = tmp {
+                let _ = self.dir(&self.targets[i]).unlink(Path::new(tmp));
+            }
         }
     }
-    errors
+
+    /// Removes the backups and syncs the directories.
+    fn finish(&self, done: &[Step]) {
+        for step in done {
+            if let Step::Backed { i, backup } = step {
+                let _ = self.dir(&self.targets[*i]).unlink(Path::new(backup));
+            }
+        }
+        for dir in &self.dirs {
+            // Best effort: the renames are already visible; this only hardens them
+            // against a power loss.
+            let _ = dir.sync();
+        }
+    }
 }
 
-/// Writes `bytes` to a fresh temp file next to `target`, with the permissions of
-/// `perms_of` when that file exists.
-fn stage(target: &Path, bytes: &[u8], perms_of: &Path, txn: &str, i: usize) -> io::Result<PathBuf> {
-    let tmp = sibling(target, txn, i, "tmp");
+fn staging_failed(path: &Path, e: io::Error) -> CommitError {
+    CommitError {
+        path: path.to_path_buf(),
+        message: format!("cannot stage new content for {}: {e}", path.display()),
+        rolled_back: true,
+    }
+}
+
+/// Writes `bytes` to a fresh temp file next to `name` in `dir`, with the
+/// permission bits `mode` when given (those of the file replaced or copied).
+fn stage(dir: &Dir, name: &OsString, bytes: &[u8], mode: Option<u32>, txn: &str, i: usize) -> io::Result<OsString> {
+    let tmp = sibling(name, txn, i, "tmp");
     let result = (|| {
-        let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        let mut file = dir.create_new(Path::new(&tmp))?;
         file.write_all(bytes)?;
-        if let Ok(meta) = fs::metadata(perms_of) {
-            file.set_permissions(meta.permissions())?;
+        if let Some(mode) = mode {
+            file.set_permissions(std::fs::Permissions::from_mode(mode))?;
         }
         file.sync_all()
     })();
     match result {
         Ok(()) => Ok(tmp),
         Err(e) => {
-            let _ = fs::remove_file(&tmp);
+            let _ = dir.unlink(Path::new(&tmp));
             Err(e)
         }
     }
 }
 
-fn sibling(target: &Path, txn: &str, i: usize, ext: &str) -> PathBuf {
-    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    target.with_file_name(format!(".{name}.herdr-mcp-{txn}-{i}.{ext}"))
-}
-
-fn remove_all<'a>(paths: impl Iterator<Item = &'a PathBuf>) {
-    for p in paths {
-        let _ = fs::remove_file(p);
-    }
+fn sibling(name: &OsString, txn: &str, i: usize, ext: &str) -> OsString {
+    OsString::from(format!(".{}.herdr-mcp-{txn}-{i}.{ext}", name.to_string_lossy()))
 }
 
 /// Unique per process and call: pid, clock and a counter.
@@ -202,82 +284,5 @@ fn txn_id() -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::unix::fs::PermissionsExt;
-
-    fn leftovers(dir: &Path) -> Vec<String> {
-        fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| n.contains("herdr-mcp-"))
-            .collect()
-    }
-
-    #[test]
-    fn writes_creates_deletes_and_keeps_permissions() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (a, b, c) = (tmp.path().join("a"), tmp.path().join("b"), tmp.path().join("c"));
-        fs::write(&a, "old a").unwrap();
-        fs::set_permissions(&a, fs::Permissions::from_mode(0o751)).unwrap();
-        fs::write(&c, "c").unwrap();
-        commit(&[
-            Change::Write { path: a.clone(), bytes: b"new a".to_vec() },
-            Change::Write { path: b.clone(), bytes: b"new b".to_vec() },
-            Change::Delete { path: c.clone() },
-        ])
-        .unwrap();
-        assert_eq!(fs::read(&a).unwrap(), b"new a");
-        assert_eq!(fs::metadata(&a).unwrap().permissions().mode() & 0o777, 0o751);
-        assert_eq!(fs::read(&b).unwrap(), b"new b");
-        assert!(!c.exists());
-        let d = tmp.path().join("d");
-        commit(&[Change::WriteLike { path: d.clone(), bytes: b"d".to_vec(), like: a.clone() }]).unwrap();
-        assert_eq!(fs::metadata(&d).unwrap().permissions().mode() & 0o777, 0o751);
-        assert!(leftovers(tmp.path()).is_empty());
-    }
-
-    #[test]
-    fn a_failure_midway_restores_every_file() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (a, b, c, d) =
-            (tmp.path().join("a"), tmp.path().join("b"), tmp.path().join("c"), tmp.path().join("d"));
-        fs::write(&a, "A").unwrap();
-        fs::write(&c, "C").unwrap();
-        let changes = [
-            Change::Write { path: a.clone(), bytes: b"A2".to_vec() },
-            Change::Write { path: b.clone(), bytes: b"B2".to_vec() },
-            Change::Delete { path: c.clone() },
-            Change::Write { path: d.clone(), bytes: b"D2".to_vec() },
-        ];
-        for fail_at in 1..changes.len() {
-            let err = commit_with_fault(&changes, &mut |i| {
-                if i == fail_at { Err(io::Error::other("injected")) } else { Ok(()) }
-            })
-            .unwrap_err();
-            assert!(err.rolled_back, "{err}");
-            assert!(err.message.contains("injected"), "{err}");
-            assert_eq!(fs::read(&a).unwrap(), b"A");
-            assert!(!b.exists());
-            assert_eq!(fs::read(&c).unwrap(), b"C");
-            assert!(!d.exists());
-            assert!(leftovers(tmp.path()).is_empty(), "{:?}", leftovers(tmp.path()));
-        }
-    }
-
-    #[test]
-    fn a_staging_failure_touches_nothing() {
-        let tmp = tempfile::tempdir().unwrap();
-        let a = tmp.path().join("a");
-        fs::write(&a, "A").unwrap();
-        let missing_dir = tmp.path().join("nope").join("x");
-        let err = commit(&[
-            Change::Write { path: a.clone(), bytes: b"A2".to_vec() },
-            Change::Write { path: missing_dir, bytes: b"X".to_vec() },
-        ])
-        .unwrap_err();
-        assert!(err.message.contains("cannot stage"), "{err}");
-        assert_eq!(fs::read(&a).unwrap(), b"A");
-        assert!(leftovers(tmp.path()).is_empty());
-    }
-}
+#[path = "atomic_tests.rs"]
+mod tests;

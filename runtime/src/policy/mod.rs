@@ -7,9 +7,11 @@
 //! - [`paths`]: resolving a caller's path to a real path inside a managed root.
 //! - [`open`]: opening an existing file inside a root without a check-then-open gap.
 //! - [`secret`]: the secret-like path denylist.
-//! - [`atomic`]: all-or-nothing file changes with rollback.
+//! - [`atomic`]: all-or-nothing file changes with rollback, relative to directory
+//!   descriptors opened without following symlinks (`dir_fd`).
 
 pub mod atomic;
+mod dir_fd;
 pub mod live_roots;
 pub mod open;
 pub mod paths;

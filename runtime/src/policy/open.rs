@@ -23,6 +23,7 @@
 
 use std::fs::{File, Metadata, OpenOptions};
 use std::io;
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
@@ -80,20 +81,25 @@ impl Policy {
 }
 
 /// `openat2(path, O_RDONLY|O_CLOEXEC|O_NOCTTY|O_NONBLOCK, RESOLVE_NO_SYMLINKS)`.
-#[cfg(target_os = "linux")]
 pub(crate) fn openat2_no_symlinks(path: &Path) -> io::Result<File> {
-    use nix::fcntl::{OFlag, OpenHow, ResolveFlag};
-    let how = OpenHow::new()
-        .flags(OFlag::O_RDONLY | OFlag::O_CLOEXEC | OFlag::O_NOCTTY | OFlag::O_NONBLOCK)
-        .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS | ResolveFlag::RESOLVE_NO_MAGICLINKS);
-    let fd = nix::fcntl::openat2(nix::fcntl::AT_FDCWD, path, how)?;
+    use nix::fcntl::OFlag;
+    let fd = openat2_no_symlinks_with(path, OFlag::O_RDONLY | OFlag::O_CLOEXEC | OFlag::O_NOCTTY | OFlag::O_NONBLOCK)?;
     Ok(File::from(fd))
+}
+
+/// `openat2(path, flags, RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS)`: an absolute
+/// path opened only if no component of it is a symlink (ELOOP otherwise).
+#[cfg(target_os = "linux")]
+pub(crate) fn openat2_no_symlinks_with(path: &Path, flags: nix::fcntl::OFlag) -> io::Result<OwnedFd> {
+    use nix::fcntl::{OpenHow, ResolveFlag};
+    let how = OpenHow::new().flags(flags).resolve(ResolveFlag::RESOLVE_NO_SYMLINKS | ResolveFlag::RESOLVE_NO_MAGICLINKS);
+    Ok(nix::fcntl::openat2(nix::fcntl::AT_FDCWD, path, how)?)
 }
 
 /// Only Linux has `openat2`; elsewhere (macOS) every open takes the legacy route,
 /// as on a Linux kernel without it.
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn openat2_no_symlinks(_path: &Path) -> io::Result<File> {
+pub(crate) fn openat2_no_symlinks_with(_path: &Path, _flags: nix::fcntl::OFlag) -> io::Result<OwnedFd> {
     Err(io::Error::from_raw_os_error(libc::ENOSYS))
 }
 
@@ -104,7 +110,7 @@ fn open_following_directories(path: &Path) -> io::Result<File> {
 }
 
 /// `openat2` missing from the kernel, or denied by a seccomp filter.
-fn openat2_unavailable(e: &io::Error) -> bool {
+pub(crate) fn openat2_unavailable(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::EPERM))
 }
 

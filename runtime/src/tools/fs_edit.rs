@@ -1,5 +1,7 @@
 //! `herdr_fs_edit`: replace one exact, unique piece of text in an existing file.
 
+use std::io::Read;
+
 use regex::bytes::Regex;
 use serde_json::{Map, Value, json};
 
@@ -41,21 +43,20 @@ fn schema() -> Value {
 }
 
 fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
-    let resolved = match ctx.policy.resolve_existing(req_str(args, "path")) {
-        Ok(r) => r,
+    // The old content is read from the file the checks were about (no gap for a
+    // symlink swapped in between).
+    let mut opened = match ctx.policy.open_existing_file(req_str(args, "path")) {
+        Ok(o) => o,
         Err(r) => return r.into(),
     };
-    let (path, root) = (&resolved.real, &resolved.root);
-    if !path.is_file() {
-        return path_refusal("not_a_file", path, format!("{} is not a regular file", path.display()));
-    }
+    let (path, root) = (&opened.resolved.real, &opened.resolved.root);
     if let Err(r) = ctx.policy.check_mutation(root) {
         return r.into();
     }
-    let before = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) => return path_refusal("read_failed", path, format!("cannot read {}: {e}", path.display())),
-    };
+    let mut before = Vec::with_capacity(opened.meta.len() as usize);
+    if let Err(e) = opened.file.read_to_end(&mut before) {
+        return path_refusal("read_failed", path, format!("cannot read {}: {e}", path.display()));
+    }
     let old = req_str(args, "old_string");
     let finder = Regex::new(&regex::escape(old)).expect("an escaped literal is a valid regex");
     let occurrences = finder.find_iter(&before).count();

@@ -4,6 +4,8 @@
 //! succeed are the files changed, in one atomic transaction (`policy::atomic`).
 
 use std::collections::HashSet;
+use std::fs::File;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
@@ -146,9 +148,9 @@ fn plan_op(ctx: &ToolContext, root: &Path, op: &Op, plan: &mut Plan) -> Result<(
             plan.changes.push(Change::Write { path: target.path, bytes: TextFile::new(lines.clone()).encode() });
         }
         Op::Delete { path } => {
-            let src = resolve_file(ctx, root, path)?;
+            let (src, mut file) = open_file(ctx, root, path)?;
             plan.claim(&src.real, path)?;
-            let text = read_text(&src.real, path)?;
+            let text = read_text(&mut file, path)?;
             plan.removals += text.lines.len();
             plan.summary.push(format!("D {}", rel(root, &src.real)));
             plan.affected.push(json!({"path": src.real.display().to_string(), "operation": "delete"}));
@@ -156,9 +158,9 @@ fn plan_op(ctx: &ToolContext, root: &Path, op: &Op, plan: &mut Plan) -> Result<(
             plan.changes.push(Change::Delete { path: src.real });
         }
         Op::Update { path, move_to, hunks } => {
-            let src = resolve_file(ctx, root, path)?;
+            let (src, mut file) = open_file(ctx, root, path)?;
             plan.claim(&src.real, path)?;
-            let mut text = read_text(&src.real, path)?;
+            let mut text = read_text(&mut file, path)?;
             let new_lines = apply_hunks(&text.lines, hunks).map_err(|e| hunk_failure(path, e))?;
             text.set_lines(new_lines);
             for line in hunks.iter().flat_map(|h| &h.lines) {
@@ -225,16 +227,26 @@ fn same_project(ctx: &ToolContext, root: &Path, raw: &str) -> Result<String, Too
     Ok(full)
 }
 
-fn resolve_file(ctx: &ToolContext, root: &Path, raw: &str) -> Result<Resolved, ToolOutput> {
+/// An existing file of the project, open for reading, so that the content patched
+/// is that of the file the checks were about.
+fn open_file(ctx: &ToolContext, root: &Path, raw: &str) -> Result<(Resolved, File), ToolOutput> {
     let full = same_project(ctx, root, raw)?;
-    let resolved = ctx.policy.resolve_existing(&full).map_err(refusal)?;
-    if resolved.root != root {
+    let opened = ctx.policy.open_existing_file(&full).map_err(|r| {
+        // The path resolved but could not be read: another project's file is
+        // refused as such before its type or readability is reported.
+        if ctx.policy.resolve_existing(&full).is_ok_and(|other| other.root != root) {
+            return cross_project(root, raw);
+        }
+        match r.reason {
+            "not_a_file" => failed(&format!("{raw} is not a regular file"), json!({"path": raw})),
+            "read_failed" => failed(&r.message, json!({"path": raw})),
+            _ => refusal(r),
+        }
+    })?;
+    if opened.resolved.root != root {
         return Err(cross_project(root, raw));
     }
-    if !resolved.real.is_file() {
-        return Err(failed(&format!("{raw} is not a regular file"), json!({"path": raw})));
-    }
-    Ok(resolved)
+    Ok((opened.resolved, opened.file))
 }
 
 fn resolve_target(ctx: &ToolContext, root: &Path, raw: &str) -> Result<Target, ToolOutput> {
@@ -246,8 +258,9 @@ fn resolve_target(ctx: &ToolContext, root: &Path, raw: &str) -> Result<Target, T
     Ok(target)
 }
 
-fn read_text(path: &Path, raw: &str) -> Result<TextFile, ToolOutput> {
-    let bytes = std::fs::read(path).map_err(|e| failed(&format!("cannot read {raw}: {e}"), json!({"path": raw})))?;
+fn read_text(file: &mut File, raw: &str) -> Result<TextFile, ToolOutput> {
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(|e| failed(&format!("cannot read {raw}: {e}"), json!({"path": raw})))?;
     TextFile::decode(&bytes).map_err(|e| failed(&format!("cannot patch {raw}: {e}"), json!({"path": raw})))
 }
 

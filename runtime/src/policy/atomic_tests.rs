@@ -1,0 +1,161 @@
+use std::fs;
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::{PermissionsExt, symlink};
+
+use super::*;
+
+/// A temp dir by its canonical path, as the policy hands targets to a commit.
+fn canonical_tempdir() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().canonicalize().unwrap();
+    (tmp, path)
+}
+
+fn errno(n: i32) -> impl Fn(&Path) -> io::Result<OwnedFd> {
+    move |_| Err(io::Error::from_raw_os_error(n))
+}
+
+fn leftovers(dir: &Path) -> Vec<String> {
+    fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("herdr-mcp-"))
+        .collect()
+}
+
+#[test]
+fn writes_creates_deletes_and_keeps_permissions() {
+    let (_tmp, dir) = canonical_tempdir();
+    let (a, b, c) = (dir.as_path().join("a"), dir.as_path().join("b"), dir.as_path().join("c"));
+    fs::write(&a, "old a").unwrap();
+    fs::set_permissions(&a, fs::Permissions::from_mode(0o751)).unwrap();
+    fs::write(&c, "c").unwrap();
+    commit(&[
+        Change::Write { path: a.clone(), bytes: b"new a".to_vec() },
+        Change::Write { path: b.clone(), bytes: b"new b".to_vec() },
+        Change::Delete { path: c.clone() },
+    ])
+    .unwrap();
+    assert_eq!(fs::read(&a).unwrap(), b"new a");
+    assert_eq!(fs::metadata(&a).unwrap().permissions().mode() & 0o777, 0o751);
+    assert_eq!(fs::read(&b).unwrap(), b"new b");
+    assert!(!c.exists());
+    let d = dir.as_path().join("d");
+    commit(&[Change::WriteLike { path: d.clone(), bytes: b"d".to_vec(), like: a.clone() }]).unwrap();
+    assert_eq!(fs::metadata(&d).unwrap().permissions().mode() & 0o777, 0o751);
+    assert!(leftovers(dir.as_path()).is_empty());
+}
+
+#[test]
+fn a_failure_midway_restores_every_file() {
+    let (_tmp, dir) = canonical_tempdir();
+    let (a, b, c, d) =
+        (dir.as_path().join("a"), dir.as_path().join("b"), dir.as_path().join("c"), dir.as_path().join("d"));
+    fs::write(&a, "A").unwrap();
+    fs::write(&c, "C").unwrap();
+    let changes = [
+        Change::Write { path: a.clone(), bytes: b"A2".to_vec() },
+        Change::Write { path: b.clone(), bytes: b"B2".to_vec() },
+        Change::Delete { path: c.clone() },
+        Change::Write { path: d.clone(), bytes: b"D2".to_vec() },
+    ];
+    for fail_at in 1..changes.len() {
+        let err = commit_with_fault(&changes, &mut |i| {
+            if i == fail_at { Err(io::Error::other("injected")) } else { Ok(()) }
+        })
+        .unwrap_err();
+        assert!(err.rolled_back, "{err}");
+        assert!(err.message.contains("injected"), "{err}");
+        assert_eq!(fs::read(&a).unwrap(), b"A");
+        assert!(!b.exists());
+        assert_eq!(fs::read(&c).unwrap(), b"C");
+        assert!(!d.exists());
+        assert!(leftovers(dir.as_path()).is_empty(), "{:?}", leftovers(dir.as_path()));
+    }
+}
+
+#[test]
+fn a_staging_failure_touches_nothing() {
+    let (_tmp, dir) = canonical_tempdir();
+    let a = dir.as_path().join("a");
+    fs::write(&a, "A").unwrap();
+    let missing_dir = dir.as_path().join("nope").join("x");
+    let err = commit(&[
+        Change::Write { path: a.clone(), bytes: b"A2".to_vec() },
+        Change::Write { path: missing_dir, bytes: b"X".to_vec() },
+    ])
+    .unwrap_err();
+    assert!(err.message.contains("cannot stage"), "{err}");
+    assert_eq!(fs::read(&a).unwrap(), b"A");
+    assert!(leftovers(dir.as_path()).is_empty());
+}
+
+/// A kernel without `openat2` (ENOSYS) or a seccomp filter denying it (EPERM):
+/// the directory is opened by path and the commit works as before.
+#[test]
+fn without_openat2_the_commit_opens_directories_by_path() {
+    for n in [libc::ENOSYS, libc::EPERM] {
+        let (_tmp, dir) = canonical_tempdir();
+        let (a, b) = (dir.join("a"), dir.join("b"));
+        fs::write(&a, "old").unwrap();
+        fs::set_permissions(&a, fs::Permissions::from_mode(0o640)).unwrap();
+        let changes = [
+            Change::Write { path: a.clone(), bytes: b"new".to_vec() },
+            Change::WriteLike { path: b.clone(), bytes: b"b".to_vec(), like: a.clone() },
+        ];
+        commit_via(&changes, &mut |_| Ok(()), &errno(n)).unwrap();
+        assert_eq!(fs::read(&a).unwrap(), b"new", "errno {n}");
+        assert_eq!(fs::metadata(&b).unwrap().permissions().mode() & 0o777, 0o640, "errno {n}");
+        assert!(leftovers(&dir).is_empty());
+    }
+}
+
+/// A directory swapped for a symlink after the policy check: the open of the
+/// checked path meets it and the whole transaction is refused before anything is
+/// staged, here or where the symlink points.
+#[test]
+fn a_directory_replaced_by_a_symlink_after_the_check_is_refused() {
+    let (_tmp, dir) = canonical_tempdir();
+    let (_out, outside) = canonical_tempdir();
+    let a = dir.join("a");
+    fs::write(&a, "A").unwrap();
+    fs::write(outside.join("x"), "X").unwrap();
+    symlink(&outside, dir.join("sub")).unwrap();
+    let changes = [
+        Change::Write { path: a.clone(), bytes: b"A2".to_vec() },
+        Change::Write { path: dir.join("sub/x"), bytes: b"X2".to_vec() },
+        Change::Write { path: dir.join("sub/new"), bytes: b"N".to_vec() },
+    ];
+    let direct = commit(&changes);
+    // The same refusal when the kernel reports the symlink (ELOOP) on any system.
+    let simulated = commit_via(&changes, &mut |_| Ok(()), &errno(libc::ELOOP));
+    let mut results = vec![simulated];
+    if cfg!(target_os = "linux") {
+        results.push(direct);
+    }
+    for result in results {
+        let err = result.unwrap_err();
+        assert!(err.rolled_back, "{err}");
+        assert!(err.message.starts_with("cannot stage new content for "), "{err}");
+        assert!(err.message.contains("was replaced by a symlink after it was checked; it was not followed"), "{err}");
+        assert_eq!(fs::read(&a).unwrap(), b"A");
+        assert_eq!(fs::read(outside.join("x")).unwrap(), b"X");
+        assert!(!outside.join("new").exists());
+        assert!(leftovers(&dir).is_empty() && leftovers(&outside).is_empty());
+    }
+}
+
+/// The target itself swapped for a symlink after the check is replaced as a name,
+/// never written through: the file it points to keeps its content.
+#[test]
+fn a_target_replaced_by_a_symlink_is_replaced_not_followed() {
+    let (_tmp, dir) = canonical_tempdir();
+    let (_out, outside) = canonical_tempdir();
+    fs::write(outside.join("o"), "O").unwrap();
+    symlink(outside.join("o"), dir.join("t")).unwrap();
+    commit(&[Change::Write { path: dir.join("t"), bytes: b"T".to_vec() }]).unwrap();
+    assert_eq!(fs::read(outside.join("o")).unwrap(), b"O");
+    assert!(!fs::symlink_metadata(dir.join("t")).unwrap().file_type().is_symlink());
+    assert_eq!(fs::read(dir.join("t")).unwrap(), b"T");
+    assert!(leftovers(&dir).is_empty() && leftovers(&outside).is_empty());
+}
