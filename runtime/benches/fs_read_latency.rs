@@ -170,7 +170,7 @@ fn check_floor_matches(ours: &[u8], floor: &[u8]) {
     };
     let (o, f) = (parse(ours, "herdr_fs_read"), parse(floor, "fixed_reply"));
     let keys = |v: &Value| v.as_object().map(|m| m.keys().cloned().collect::<Vec<_>>()).unwrap_or_default();
-    assert_eq!(keys(&o["result"]), keys(&f["result"]), "result members differ:\nours  {o}\nfloor {f}");
+    assert_eq!(keys(&o["result"]), keys(&f["result"]), "the results of ours and the floor have different members");
     let (o_payload, f_payload) = (&o["result"]["structuredContent"], &f["result"]["structuredContent"]);
     assert_eq!(keys(o_payload), keys(f_payload), "payload members differ");
     assert_eq!(o_payload["content"], f_payload["content"], "the floor carries other content than ours");
@@ -330,6 +330,8 @@ mod bare {
         });
         let mut result = CallToolResult::success(vec![ContentBlock::text(payload.to_string())]);
         result.structured_content = Some(payload);
+        // Ours leaves `isError` out unless the call failed (`success` says false).
+        result.is_error = None;
         result
     }
 
