@@ -86,6 +86,7 @@ fn a_staging_failure_touches_nothing() {
     ])
     .unwrap_err();
     assert!(err.message.contains("cannot stage"), "{err}");
+    assert!(err.message.contains(&format!("cannot open the directory {}", dir.join("nope").display())), "{err}");
     assert_eq!(fs::read(&a).unwrap(), b"A");
     assert!(leftovers(dir.as_path()).is_empty());
 }

@@ -57,17 +57,20 @@ impl Dir {
     /// when `openat2` is unavailable. A symlink met on the way is an error that says
     /// the tree changed after the check.
     pub fn open(path: &Path, open: DirOpen) -> io::Result<Dir> {
-        let fd = match open(path) {
-            Err(e) if openat2_unavailable(&e) => nix::fcntl::open(path, dir_flags(), Mode::empty())?,
+        let opened = match open(path) {
+            Err(e) if openat2_unavailable(&e) => nix::fcntl::open(path, dir_flags(), Mode::empty()).map_err(io::Error::from),
             Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
                 return Err(io::Error::other(format!(
                     "the directory {} was replaced by a symlink after it was checked; it was not followed",
                     path.display()
                 )));
             }
-            other => other?,
+            other => other,
         };
-        Ok(Dir { path: path.to_path_buf(), fd })
+        match opened {
+            Ok(fd) => Ok(Dir { path: path.to_path_buf(), fd }),
+            Err(e) => Err(io::Error::new(e.kind(), format!("cannot open the directory {}: {e}", path.display()))),
+        }
     }
 
     /// Creates `name` new (never through a symlink, never over an existing entry)
