@@ -18,6 +18,9 @@
 //! third equally often) and pools the samples per measurement; the ratios then
 //! compare like with like.
 
+#[path = "support/mod.rs"]
+mod support;
+use support::{load_average};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -183,13 +186,6 @@ fn check_floor_matches(ours: &[u8], floor: &[u8]) {
         floor.len(),
         ours.len()
     );
-}
-
-/// The 1, 5 and 15 minute load averages, to judge how busy the machine was.
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "unknown".into())
 }
 
 struct Stats {

@@ -7,6 +7,9 @@
 //! `cargo bench -p herdr-mcp --bench open_file_cost [-- --calls N]` (default 200,000
 //! per way and round, three alternating rounds).
 
+#[path = "support/mod.rs"]
+mod support;
+use support::{cpu_times, load_average};
 use std::io::Read;
 use std::time::Instant;
 
@@ -61,21 +64,3 @@ fn new_way(policy: &Policy) -> usize {
     opened.file.take(opened.meta.len()).read_to_end(&mut buf).expect("read")
 }
 
-/// System and user CPU time of this process so far, in µs.
-fn cpu_times() -> (f64, f64) {
-    let micros = |tv: libc::timeval| tv.tv_sec as f64 * 1e6 + tv.tv_usec as f64;
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::uninit();
-    // SAFETY: getrusage fills the whole struct when it returns 0, checked below.
-    let usage = unsafe {
-        assert_eq!(libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()), 0, "getrusage failed");
-        usage.assume_init()
-    };
-    (micros(usage.ru_stime), micros(usage.ru_utime))
-}
-
-/// The 1, 5 and 15 minute load averages, to judge how busy the machine was.
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "unknown".into())
-}
