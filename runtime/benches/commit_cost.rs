@@ -9,19 +9,13 @@
 
 #[path = "support/mod.rs"]
 mod support;
-use support::{cpu_times, load_average};
+use support::{calls_arg, cpu_times, load_average};
 use std::time::Instant;
 
 use herdr_mcp::policy::atomic::{Change, commit};
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let calls: u32 = args
-        .iter()
-        .position(|a| a == "--calls")
-        .and_then(|i| args.get(i + 1))
-        .map(|n| n.parse().expect("--calls takes a non-negative integer"))
-        .unwrap_or(2_000);
+    let calls = calls_arg(2_000);
     let dir = tempfile::tempdir().expect("temp dir");
     // The policy hands commits canonical paths; so does this bench.
     let repo = dir.path().canonicalize().expect("canonical temp dir").join("repo");

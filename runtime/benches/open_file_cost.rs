@@ -9,20 +9,14 @@
 
 #[path = "support/mod.rs"]
 mod support;
-use support::{cpu_times, load_average};
+use support::{calls_arg, cpu_times, load_average};
 use std::io::Read;
 use std::time::Instant;
 
 use herdr_mcp::policy::Policy;
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let calls: u32 = args
-        .iter()
-        .position(|a| a == "--calls")
-        .and_then(|i| args.get(i + 1))
-        .map(|n| n.parse().expect("--calls takes a positive integer"))
-        .unwrap_or(200_000);
+    let calls = calls_arg(200_000);
     let dir = tempfile::tempdir().expect("temp dir");
     let repo = dir.path().join("repo");
     std::fs::create_dir(&repo).expect("create repo dir");
