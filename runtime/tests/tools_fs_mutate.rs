@@ -93,10 +93,10 @@ fn readonly_mode_blocks_edit_and_write() {
     let ctx = ctx(repo.policy().with_readonly(true));
     let r = call(&ctx, "herdr_fs_edit", json!({"path": repo.p("a.txt"), "old_string": "one", "new_string": "1"}));
     assert_reason(&r, "readonly_mode");
-    // The gate answers before anything about the file itself (spec §2.4 order).
+    // The path is validated as an existing file before the gate (spec §1.10 order).
     std::fs::create_dir(repo.path("d")).unwrap();
     let r = call(&ctx, "herdr_fs_edit", json!({"path": repo.p("d"), "old_string": "one", "new_string": "1"}));
-    assert_reason(&r, "readonly_mode");
+    assert_reason(&r, "not_a_file");
     assert_reason(&call(&ctx, "herdr_fs_write", json!({"path": repo.p("b.txt"), "content": "x"})), "readonly_mode");
     assert_eq!(repo.read("a.txt"), b"one\n");
     assert!(!repo.path("b.txt").exists());

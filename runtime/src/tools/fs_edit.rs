@@ -43,24 +43,16 @@ fn schema() -> Value {
 }
 
 fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
-    let raw = req_str(args, "path");
-    // The mutation gate answers before anything about the file itself (spec §2.4):
-    // in read-only mode a directory or FIFO is refused as `readonly_mode`, not
-    // `not_a_file`. The gate only needs the path's root.
-    let gated = match ctx.policy.resolve_existing(raw) {
-        Ok(r) => r,
-        Err(r) => return r.into(),
-    };
-    if let Err(r) = ctx.policy.check_mutation(&gated.root) {
-        return r.into();
-    }
     // The old content is read from the file the checks were about (no gap for a
     // symlink swapped in between).
-    let mut opened = match ctx.policy.open_existing_file(raw) {
+    let mut opened = match ctx.policy.open_existing_file(req_str(args, "path")) {
         Ok(o) => o,
         Err(r) => return r.into(),
     };
     let (path, root) = (&opened.resolved.real, &opened.resolved.root);
+    if let Err(r) = ctx.policy.check_mutation(root) {
+        return r.into();
+    }
     let mut before = Vec::with_capacity(opened.meta.len() as usize);
     if let Err(e) = opened.file.read_to_end(&mut before) {
         return path_refusal("read_failed", path, format!("cannot read {}: {e}", path.display()));
