@@ -138,27 +138,44 @@ async fn bench(duration: Duration) {
     );
     println!("load average at start: {}", load_average());
     println!("{:<28} {:>8} {:>10} {:>10} {:>12}", "server / clients", "calls", "p50 (µs)", "p99 (µs)", "calls/s");
-    let targets = [(&ours.socket, &ours_body), (&bare.socket, &bare_body), (&bare.socket, &floor_body)];
+    let (ours_pid, bare_pid) = (ours.child.id(), bare.child.id());
+    let targets = [
+        (&ours.socket, &ours_body, ours_pid),
+        (&bare.socket, &bare_body, bare_pid),
+        (&bare.socket, &floor_body, bare_pid),
+    ];
     let round = duration / ROUNDS;
     for clients in [1usize, 16] {
         let mut samples: [Vec<u128>; 3] = Default::default();
+        let mut cpu = [ServerCpu::default(); 3];
+        // Every call of the rounds, warm-ups included: the calls the CPU time paid for.
+        let mut calls_in_rounds = [0usize; 3];
         for r in 0..ROUNDS as usize {
             for k in 0..targets.len() {
                 let which = (r + k) % targets.len();
-                let (socket, body) = targets[which];
-                samples[which].extend(run_round(socket, body, clients, round).await);
+                let (socket, body, pid) = targets[which];
+                let before = ServerCpu::of(pid);
+                let (measured, all_calls) = run_round(socket, body, clients, round).await;
+                samples[which].extend(measured);
+                calls_in_rounds[which] += all_calls;
+                cpu[which].add_since(&before, &ServerCpu::of(pid));
             }
         }
         let [ours_stats, bare_stats, floor_stats] = samples.map(|s| Stats::from_samples(s, round * ROUNDS));
         ours_stats.print(&format!("herdr_fs_read (ours) x{clients}"));
         bare_stats.print(&format!("echo (bare rmcp) x{clients}"));
         floor_stats.print(&format!("fixed_reply (floor) x{clients}"));
-        for (label, other) in [("ours/bare ", &bare_stats), ("ours/floor", &floor_stats)] {
+        let [ours_cpu, bare_cpu, floor_cpu] = [0, 1, 2].map(|k| cpu[k].per_call(calls_in_rounds[k]));
+        for (label, (user, sys)) in [("ours", ours_cpu), ("bare", bare_cpu), ("floor", floor_cpu)] {
+            println!("  server CPU per call, {label:<5}: user {user:6.1} µs, system {sys:6.1} µs, total {:6.1} µs", user + sys);
+        }
+        for (label, other, other_cpu) in [("ours/bare ", &bare_stats, bare_cpu), ("ours/floor", &floor_stats, floor_cpu)] {
             println!(
-                "  ratio {label} at {clients:>2} clients: p50 {:.2}x, p99 {:.2}x, throughput {:.2}x",
+                "  ratio {label} at {clients:>2} clients: p50 {:.2}x, p99 {:.2}x, throughput {:.2}x, server CPU per call {:.2}x",
                 ours_stats.p50 as f64 / other.p50 as f64,
                 ours_stats.p99 as f64 / other.p99 as f64,
-                ours_stats.rate / other.rate
+                ours_stats.rate / other.rate,
+                (ours_cpu.0 + ours_cpu.1) / (other_cpu.0 + other_cpu.1)
             );
         }
     }
@@ -188,6 +205,39 @@ fn check_floor_matches(ours: &[u8], floor: &[u8]) {
     );
 }
 
+/// User and system CPU time a server process spent (all its threads), in clock
+/// ticks, read from `/proc/PID/stat`. Server CPU per call does not depend on how
+/// long calls waited for a core, so it drifts less with the load than wall clock.
+#[derive(Clone, Copy, Default)]
+struct ServerCpu {
+    user: u64,
+    system: u64,
+}
+
+impl ServerCpu {
+    fn of(pid: u32) -> ServerCpu {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("server's /proc stat");
+        // The command name may hold spaces; the fields counted from 3 follow its ')'.
+        let fields: Vec<&str> = stat.rsplit_once(')').expect("stat has a command name").1.split_whitespace().collect();
+        let tick = |i: usize| fields[i].parse::<u64>().expect("numeric CPU time");
+        // utime and stime are fields 14 and 15 of the line, 12 and 13 after ')'.
+        ServerCpu { user: tick(11), system: tick(12) }
+    }
+
+    fn add_since(&mut self, before: &ServerCpu, after: &ServerCpu) {
+        self.user += after.user - before.user;
+        self.system += after.system - before.system;
+    }
+
+    /// (user, system) µs per call over `calls` calls.
+    fn per_call(&self, calls: usize) -> (f64, f64) {
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        let micros = |ticks: u64| ticks as f64 * 1e6 / hz / calls.max(1) as f64;
+        (micros(self.user), micros(self.system))
+    }
+}
+
 struct Stats {
     calls: usize,
     p50: u128,
@@ -209,8 +259,9 @@ impl Stats {
 }
 
 /// `clients` connections calling in a loop for a warm-up and then `duration`;
-/// returns the latencies (µs) of calls started after the warm-up.
-async fn run_round(socket: &Path, body: &Bytes, clients: usize, duration: Duration) -> Vec<u128> {
+/// returns the latencies (µs) of calls started after the warm-up, and how many calls
+/// were made in all.
+async fn run_round(socket: &Path, body: &Bytes, clients: usize, duration: Duration) -> (Vec<u128>, usize) {
     let body = Arc::new(body.clone());
     let start = Instant::now() + WARMUP;
     let end = start + duration;
@@ -220,7 +271,7 @@ async fn run_round(socket: &Path, body: &Bytes, clients: usize, duration: Durati
         let body = Arc::clone(&body);
         tasks.push(tokio::spawn(async move {
             let mut sender = connect(&socket).await;
-            let mut samples = Vec::new();
+            let (mut samples, mut calls) = (Vec::new(), 0);
             loop {
                 let t0 = Instant::now();
                 if t0 >= end {
@@ -228,19 +279,22 @@ async fn run_round(socket: &Path, body: &Bytes, clients: usize, duration: Durati
                 }
                 let reply = post(&mut sender, &body).await;
                 let elapsed = t0.elapsed();
+                calls += 1;
                 assert!(reply.starts_with(b"{\"jsonrpc\""), "unexpected reply");
                 if t0 >= start {
                     samples.push(elapsed.as_micros());
                 }
             }
-            samples
+            (samples, calls)
         }));
     }
-    let mut all = Vec::new();
+    let (mut all, mut calls) = (Vec::new(), 0);
     for t in tasks {
-        all.extend(t.await.unwrap());
+        let (samples, n) = t.await.unwrap();
+        all.extend(samples);
+        calls += n;
     }
-    all
+    (all, calls)
 }
 
 fn call_body(tool: &str, args: Value) -> Bytes {
