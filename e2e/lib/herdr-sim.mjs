@@ -106,6 +106,12 @@ export class HerdrSim {
     return this.command({ cmd: 'set_status', pane, status, ...(output === undefined ? {} : { output }) });
   }
 
+  /// The pane's terminal title (a working agent shows its current task there; the runtime's
+  /// picture carries it, and progress ticks report it).
+  setTitle(pane, title) {
+    return this.command({ cmd: 'set_title', pane, title });
+  }
+
   removeAgent(pane) {
     return this.command({ cmd: 'remove_agent', pane });
   }

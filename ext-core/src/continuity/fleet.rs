@@ -43,6 +43,17 @@ impl Fleet {
         }
     }
 
+    /// Takes only what the picture's agents show (terminal title, summary) for panes already
+    /// known; statuses stay the stream's, so a picture that is ahead of the stream cannot end
+    /// a round before its settle (and that settle's output) arrives.
+    pub fn refresh_activity(&mut self, picture: &Hello) {
+        for fresh in &picture.agents {
+            let Some(known) = fresh.pane.as_ref().and_then(|p| self.agents.get_mut(p)) else { continue };
+            known.terminal_title.clone_from(&fresh.terminal_title);
+            known.summary.clone_from(&fresh.summary);
+        }
+    }
+
     fn replace(&mut self, hello: &Hello) {
         self.agents = hello.agents.iter().filter_map(|a| Some((a.pane.clone()?, a.clone()))).collect();
         self.workspaces = hello.workspaces.iter().map(|w| (w.id.clone(), w.clone())).collect();

@@ -184,6 +184,12 @@ impl Continuity {
         self.on_push_event(PushEvent::Hello(state), now_ms)
     }
 
+    /// A `/push/state` picture fetched for a progress tick: refreshes what working panes show
+    /// and nothing else (no wake, no status change; see [`Fleet::refresh_activity`]).
+    pub fn refresh_activity(&mut self, picture: &Hello) {
+        self.fleet.refresh_activity(picture);
+    }
+
     /// A stream `hello` the shell does not reconcile with (Herdr not live yet) still tells
     /// where the bus seq stands: a restarted runtime counts from the start again, and its
     /// polled pictures must not be taken for stale.
@@ -344,13 +350,22 @@ impl Continuity {
     /// When [`Continuity::on_tick`] next has something to do, if ever.
     pub fn next_deadline_ms(&self) -> Option<u64> {
         let held = self.held.iter().map(|h| h.deadline_ms);
-        let ticks = self
-            .bindings
+        held.chain(self.progress_ticks()).min()
+    }
+
+    /// Whether a progress tick of some binding is due at `now_ms`. The stream carries no
+    /// output while agents work, so the shell fetches a fresh `/push/state` picture for such
+    /// a tick (spec §7.3, [`Continuity::refresh_activity`]); a due settle wake needs none.
+    pub fn progress_due(&self, now_ms: u64) -> bool {
+        self.progress_ticks().any(|at| at <= now_ms)
+    }
+
+    fn progress_ticks(&self) -> impl Iterator<Item = u64> + '_ {
+        self.bindings
             .iter()
             .filter(|b| b.status == BindingStatus::Working && b.workspace.herdr_id().is_some())
             .filter(|b| self.settings.progress.enabled() && self.bindings.auto(&b.conv_key))
-            .map(|b| b.progress.next_tick_at_ms);
-        held.chain(ticks).min()
+            .map(|b| b.progress.next_tick_at_ms)
     }
 
     /// Renders a decision into a wake, sendable only when the conversation's Auto is on.

@@ -255,6 +255,62 @@ fn progress_falls_back_to_the_terminal_title_the_picture_carries() {
 }
 
 #[test]
+fn a_progress_tick_is_due_only_for_a_working_auto_binding_and_not_for_a_held_settle() {
+    let mut c = bound(true);
+    assert!(!c.progress_due(u64::MAX), "idle: no ticks");
+    c.on_push_event(working("p1"), 0);
+    assert!(!c.progress_due(59_999));
+    assert!(c.progress_due(60_000), "due exactly at the tick");
+    c.set_auto(CONV, false);
+    assert!(!c.progress_due(60_000), "Auto off: nothing to report");
+    c.set_auto(CONV, true);
+    c.on_tick(60_000);
+    assert!(!c.progress_due(60_000), "the tick moved the next one on");
+    assert!(c.progress_due(120_000));
+    c.on_push_event(settled("p1", 5), 70_000);
+    assert_eq!(c.next_deadline_ms(), Some(70_000 + OUTPUT_WAIT_MS), "the settle waits for its output");
+    assert!(!c.progress_due(u64::MAX), "a settle wake due is no progress tick");
+    let mut off = bound(true);
+    off.set_settings(Settings { progress: ProgressSettings::new(0, 0).unwrap(), ..Default::default() }).unwrap();
+    off.on_push_event(working("p1"), 0);
+    assert!(!off.progress_due(u64::MAX), "tick 0 turns progress off");
+}
+
+#[test]
+fn a_picture_fetched_for_a_tick_refreshes_titles_but_never_ends_a_round() {
+    let mut c = bound(true);
+    let agent = |status: &str, title: &str| AgentInfo {
+        pane: Some("p1".into()),
+        status: Some(status.into()),
+        workspace: Some("w1".into()),
+        name: Some("claude".into()),
+        terminal_title: Some(title.into()),
+        ..Default::default()
+    };
+    let picture = |agents: Vec<AgentInfo>| Hello {
+        agents,
+        workspaces: vec![WorkspaceInfo { id: "w1".into(), ..Default::default() }],
+        herdr_live: true,
+        seq: None,
+    };
+    c.on_state(picture(vec![agent("working", "✳ Planning")]), 0);
+    // Ahead of the stream: the agent is done already, its settle (and output) not yet here.
+    c.refresh_activity(&picture(vec![agent("done", "✳ Writing tests"), AgentInfo { pane: Some("p9".into()), ..agent("working", "x") }]));
+    assert_eq!(c.fleet().agents["p1"].status.as_deref(), Some("working"), "the status is the stream's");
+    assert!(!c.fleet().agents.contains_key("p9"), "no agent appears from a tick's picture");
+    assert_eq!(c.bindings().iter().next().unwrap().status, BindingStatus::Working);
+    let actions = c.on_tick(60_000);
+    let w = wakes(&actions);
+    assert_eq!(w.len(), 1, "{actions:?}");
+    assert_eq!(w[0].kind, WakeKind::Progress);
+    assert!(w[0].text.contains("Writing tests"), "{}", w[0].text);
+    // The settle then wakes the round once, with its output.
+    c.on_push_event(settled("p1", 7), 61_000);
+    let w = wakes(&c.on_push_event(output("p1", "all green (marker-r)"), 61_100)).into_iter().map(|w| (w.kind, w.text.contains("marker-r"))).collect::<Vec<_>>();
+    assert_eq!(w, [(WakeKind::Round, true)]);
+}
+
+#[test]
 fn a_round_first_seen_through_a_settle_is_armed_for_progress() {
     let mut c = Continuity::default();
     c.on_push_event(working("p1"), 0);

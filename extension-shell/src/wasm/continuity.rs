@@ -122,17 +122,42 @@ pub fn on_event(event: PushEvent) {
 /// The clock: settle wakes whose output wait is over, progress ticks.
 pub fn on_tick() {
     let now = io::now();
-    let due = STATE.with(|s| s.borrow().core.next_deadline_ms().is_some_and(|d| d <= now));
+    let (due, progress_due) = STATE.with(|s| {
+        let s = s.borrow();
+        (s.core.next_deadline_ms().is_some_and(|d| d <= now), s.core.progress_due(now))
+    });
     if !due {
         return;
     }
-    let actions = STATE.with(|s| s.borrow_mut().core.on_tick(now));
+    if !progress_due {
+        run_tick();
+        return;
+    }
+    // A tick reports what the workstation shows now, but the stream carries no output while
+    // agents work (only their terminal titles in the runtime's picture change): fetch a fresh
+    // picture first (spec §7.3); it refreshes titles only, statuses stay the stream's.
+    // One fetch at a time; the clock keeps calling meanwhile.
+    if REFRESHING_FOR_TICK.with(|r| r.replace(true)) {
+        return;
+    }
+    wasm_bindgen_futures::spawn_local(async {
+        if let Some(picture) = delivery::push_state().await {
+            STATE.with(|s| s.borrow_mut().core.refresh_activity(&picture));
+        }
+        run_tick();
+        REFRESHING_FOR_TICK.with(|r| *r.borrow_mut() = false);
+    });
+}
+
+fn run_tick() {
+    let actions = STATE.with(|s| s.borrow_mut().core.on_tick(io::now()));
     persist();
     carry_out(actions);
 }
 
 thread_local! {
     static WAITING_FOR_LIVE: RefCell<bool> = const { RefCell::new(false) };
+    static REFRESHING_FOR_TICK: RefCell<bool> = const { RefCell::new(false) };
 }
 
 fn wait_for_live_picture() {

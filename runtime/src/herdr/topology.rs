@@ -48,6 +48,9 @@ fn list(v: &Value, key: &str) -> Vec<Value> {
 }
 
 /// Upserts `record` into `items` by its `key` field; records without the key are ignored.
+/// `PaneInfo` fields about what the terminal shows, mirrored from a pane update onto its agent.
+const PANE_DISPLAY_FIELDS: [&str; 3] = ["title", "terminal_title", "terminal_title_stripped"];
+
 fn upsert(items: &mut Vec<Value>, key: &str, record: &Value) {
     let Some(id) = str_of(record, key) else { return };
     match items.iter_mut().find(|r| str_of(r, key) == Some(id)) {
@@ -152,6 +155,23 @@ impl Topology {
         id.is_some_and(|id| self.workspace(id).is_some())
     }
 
+    /// An agent record is its pane's `PaneInfo` plus agent fields (spec/herdr.md §3), so what
+    /// a pane update says about the terminal reaches the agent too: its terminal title is what
+    /// a working agent shows of its current task, and `/push/state` reads it from the agent.
+    fn mirror_pane_display(&mut self, pane_id: &str, pane: &Value) {
+        let Some(agent) = self.agents.iter_mut().find(|a| str_of(a, "pane_id") == Some(pane_id)) else { return };
+        for field in PANE_DISPLAY_FIELDS {
+            match pane.get(field) {
+                Some(v) => agent[field] = v.clone(),
+                None => {
+                    if let Some(a) = agent.as_object_mut() {
+                        a.remove(field);
+                    }
+                }
+            }
+        }
+    }
+
     /// Sets an agent's status from a status event or a pane update; an agent Herdr
     /// names but the cache does not know yet is added with what the event says.
     fn set_agent_status(&mut self, pane_id: &str, workspace_id: Option<&str>, agent: Option<&str>, status: &str) -> bool {
@@ -254,6 +274,9 @@ impl Topology {
                 }
                 let known = self.knows_workspace(str_of(pane, "workspace_id"));
                 upsert(&mut self.panes, "pane_id", pane);
+                if let Some(id) = str_of(pane, "pane_id") {
+                    self.mirror_pane_display(id, pane);
+                }
                 let mut missing_agent = false;
                 if let (Some(id), Some(status)) = (str_of(pane, "pane_id"), str_of(pane, "agent_status")) {
                     missing_agent = self.set_agent_status(id, str_of(pane, "workspace_id"), str_of(pane, "agent"), status);
@@ -363,6 +386,27 @@ mod tests {
         assert!(t.apply("worktree_created", &json!({"workspace":{}})).resnapshot);
         assert!(t.apply("pane_created", &Value::Null).resnapshot);
         assert!(!t.apply("layout_updated", &json!({"layout":{}})).resnapshot);
+    }
+
+    #[test]
+    fn a_pane_update_refreshes_its_agents_terminal_title() {
+        let mut t = base();
+        let pane = |title: Option<&str>| {
+            let mut p = json!({"pane_id":"w1:p1","workspace_id":"w1","tab_id":"w1:t1","cwd":"/r","agent_status":"working","agent":"pi"});
+            if let Some(title) = title {
+                p["terminal_title"] = json!(title);
+            }
+            json!({"pane": p})
+        };
+        assert!(!t.apply("pane_updated", &pane(Some("✳ Writing tests"))).resnapshot);
+        let agent = t.agent_for_pane("w1:p1").unwrap();
+        assert_eq!(agent["terminal_title"], "✳ Writing tests");
+        assert_eq!((agent["agent_status"].as_str(), &agent["state_change_seq"]), (Some("working"), &json!(1)), "agent fields survive");
+        t.apply("pane_updated", &pane(None));
+        assert!(t.agent_for_pane("w1:p1").unwrap().get("terminal_title").is_none(), "a cleared title is cleared");
+        // A pane without an agent gets none from its update.
+        t.apply("pane_updated", &json!({"pane":{"pane_id":"w1:p2","workspace_id":"w1","terminal_title":"bash","agent_status":"unknown"}}));
+        assert!(t.agent_for_pane("w1:p2").is_none());
     }
 
     #[test]

@@ -653,6 +653,22 @@ impl HerdrSim {
         self.shared.state.lock().unwrap().panes.iter().filter_map(|p| str_of(p, "pane_id").map(str::to_string)).collect()
     }
 
+    /// The terminal title changes (agents show their current task there): set on the pane
+    /// and its agent record, and told to `pane.updated` subscribers with the whole pane.
+    pub fn set_terminal_title(&self, pane_id: &str, title: &str) {
+        let pane = {
+            let mut st = self.shared.state.lock().unwrap();
+            if let Some(a) = st.agents.iter_mut().find(|a| str_of(a, "pane_id") == Some(pane_id)) {
+                a["terminal_title"] = json!(title);
+            }
+            let p = st.panes.iter_mut().find(|p| str_of(p, "pane_id") == Some(pane_id)).expect("pane exists");
+            p["terminal_title"] = json!(title);
+            p.clone()
+        };
+        self.shared.emit_lifecycle("pane_updated", json!({"pane": pane}));
+        self.shared.bump();
+    }
+
     pub fn set_pane_text(&self, pane_id: &str, text: &str) {
         self.shared.state.lock().unwrap().pane_text.insert(pane_id.to_string(), text.to_string());
     }

@@ -39,6 +39,11 @@ pub enum Command {
         #[serde(default)]
         output: Option<String>,
     },
+    /// The pane's terminal title changes (what a working agent shows of its task).
+    SetTitle {
+        pane: String,
+        title: String,
+    },
     RemoveAgent {
         pane: String,
     },
@@ -61,6 +66,7 @@ impl Command {
             Command::AddPane { .. } => "add_pane",
             Command::AddAgent { .. } => "add_agent",
             Command::SetStatus { .. } => "set_status",
+            Command::SetTitle { .. } => "set_title",
             Command::RemoveAgent { .. } => "remove_agent",
             Command::RemovePane { .. } => "remove_pane",
             Command::Subscribers => "subscribers",
@@ -132,6 +138,10 @@ impl Registry {
                     sim.set_pane_text(pane, output);
                 }
                 sim.set_agent_status(pane, status);
+            }
+            Command::SetTitle { pane, title } => {
+                self.pane(pane)?;
+                sim.set_terminal_title(pane, title);
             }
             Command::RemoveAgent { pane } => {
                 self.agent(pane)?;

@@ -117,6 +117,13 @@ pub async fn run() -> Result<(), String> {
     let read = herdr_call(&socket, "pane.read", json!({"pane_id": "w1:p1", "source": "recent_unwrapped"})).await?;
     expect(read["read"]["text"] == "tests passed: 12", format!("pane.read: {read}"))?;
 
+    // A title change reaches the agent record (what the runtime's picture reads).
+    s.ok(json!({"cmd": "set_title", "pane": "w1:p1", "title": "✳ Writing tests"})).await?;
+    let agents = herdr_call(&socket, "agent.list", json!({})).await?;
+    expect(agents["agents"][0]["terminal_title"] == "✳ Writing tests", format!("agent.list after set_title: {agents}"))?;
+    let ack = s.send(json!({"cmd": "set_title", "pane": "w9:p9", "title": "x"})).await?;
+    expect(ack["ok"] == false && ack["error"].as_str().is_some_and(|e| e.contains("w9:p9")), format!("{ack}"))?;
+
     // Mistakes are answered, not fatal.
     let ack = s.send(json!({"cmd": "set_status", "pane": "w9:p9", "status": "done"})).await?;
     expect(ack["ok"] == false && ack["error"].as_str().is_some_and(|e| e.contains("w9:p9")), format!("{ack}"))?;
