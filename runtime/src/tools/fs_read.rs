@@ -1,12 +1,13 @@
 //! `herdr_fs_read`: a window of lines from a text file, bounded by lines and bytes.
 
 use std::fs::{File, Metadata};
-use std::io::{BufRead, BufReader, Read as _};
+use std::io::{ErrorKind, Read as _};
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
 use super::common::{object_schema, path_schema, req_str, u64_arg};
+use super::fs_read_window::{Window, WindowScanner, into_text, select};
 use super::{Access, BoxFuture, Handler, ToolContext, ToolOutput, ToolSpec};
 use crate::policy::{OpenedFile, Resolved};
 
@@ -19,6 +20,9 @@ pub const MAX_BYTES_LIMIT: u64 = 262_144;
 /// trip through the blocking pool, which dominate a small read on a busy machine.
 /// Bigger files (the line count needs a pass over the whole file) go to the pool.
 pub const INLINE_READ_MAX_BYTES: u64 = 262_144;
+/// Read size for files read in chunks: big enough that a large file takes few
+/// system calls, small enough to hold beside the window on a pool thread.
+const CHUNK_BYTES: usize = 65_536;
 
 pub fn spec() -> ToolSpec {
     ToolSpec {
@@ -101,8 +105,8 @@ impl Read {
     fn run(self) -> ToolOutput {
         let Read { start, end, budget, file, resolved, meta } = self;
         let path = &resolved.real;
-        let window = match read_window(BufReader::new(file.take(read_limit(meta.len()))), start, end, budget) {
-            Ok(w) => w,
+        let FileWindow { window, size } = match read_file_window(file, meta.len(), start, end, budget) {
+            Ok(read) => read,
             Err(e) => return super::common::path_refusal("read_failed", path, format!("cannot read {}: {e}", path.display())),
         };
         let last = start + window.returned - 1;
@@ -122,7 +126,7 @@ impl Read {
             "lines": {"start": start, "end": last, "total": window.total},
             "next_start_line": next,
             "truncated_by": truncated_by,
-            "bytes": meta.len(),
+            "bytes": size,
             "budget": budget,
             "truncated": truncated_by.is_some(),
         });
@@ -135,6 +139,55 @@ impl Read {
     }
 }
 
+/// The window of a file and the size to report for it.
+struct FileWindow {
+    window: Window,
+    /// The bytes read, which is the size the descriptor reported unless the file
+    /// shrank in between; 0 for a file that reports 0 (see [`read_limit`]).
+    size: u64,
+}
+
+/// Reads the window of `file`, whose descriptor reported `len` bytes. A file of
+/// known small size is read whole, in one call when it is not changing; any
+/// other is read in chunks, keeping only the window.
+fn read_file_window(file: File, len: u64, start: u64, end: u64, budget: usize) -> std::io::Result<FileWindow> {
+    let (window, read) = if len > 0 && reads_inline(len) {
+        read_whole(file, len, start, end, budget)?
+    } else {
+        read_in_chunks(file, read_limit(len), start, end, budget)?
+    };
+    Ok(FileWindow { window, size: if len == 0 { 0 } else { read } })
+}
+
+/// At most `len` bytes of `file` into a buffer of exactly that size. Bytes
+/// appended after the descriptor reported `len` are not read, so `bytes` and the
+/// lines agree; a file that shrank gives what it still holds.
+fn read_whole(file: File, len: u64, start: u64, end: u64, budget: usize) -> std::io::Result<(Window, u64)> {
+    let mut buf = Vec::with_capacity(len as usize);
+    file.take(len).read_to_end(&mut buf)?;
+    let read = buf.len() as u64;
+    Ok((select(&buf, start, end, budget).into_window(buf), read))
+}
+
+/// Up to `limit` bytes of `file`, [`CHUNK_BYTES`] at a time.
+fn read_in_chunks(mut file: File, limit: u64, start: u64, end: u64, budget: usize) -> std::io::Result<(Window, u64)> {
+    let mut scanner = WindowScanner::new(start, end, budget);
+    let mut chunk = vec![0; CHUNK_BYTES];
+    let mut read = 0u64;
+    while read < limit {
+        let want = usize::try_from(limit - read).unwrap_or(usize::MAX).min(CHUNK_BYTES);
+        let n = match file.read(&mut chunk[..want]) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        scanner.feed(&chunk[..n]);
+        read += n as u64;
+    }
+    Ok((scanner.finish(), read))
+}
+
 /// How many bytes to read of a file whose descriptor reported `len`. Stopping at
 /// the reported size saves the read that would only find the end (and keeps the
 /// lines consistent with the `bytes` reported). Pseudo-files such as those of
@@ -143,78 +196,12 @@ fn read_limit(len: u64) -> u64 {
     if len == 0 { u64::MAX } else { len }
 }
 
-/// The bytes as text, without a copy when they are valid UTF-8 (the usual case);
-/// invalid sequences become replacement characters.
-fn into_text(bytes: Vec<u8>) -> String {
-    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-}
-
-/// The selected lines and what stopped the selection.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Window {
-    pub content: Vec<u8>,
-    /// Lines put (whole or, see `line_cut`, in part) into `content`.
-    pub returned: u64,
-    /// Lines in the file; a final line without `\n` counts, a trailing `\n` adds none.
-    pub total: u64,
-    /// The byte budget stopped the window before `end`.
-    pub cut_by_bytes: bool,
-    /// The first line alone exceeded the budget and was cut (at a UTF-8 boundary) so
-    /// that paging still makes progress.
-    pub line_cut: bool,
-}
-
-/// Streams the file once: copies lines `start..=end` within `budget` bytes and counts
-/// every line, without holding more than one line beyond the window in memory.
-pub fn read_window(mut reader: impl BufRead, start: u64, end: u64, budget: usize) -> std::io::Result<Window> {
-    let mut w = Window { content: Vec::new(), returned: 0, total: 0, cut_by_bytes: false, line_cut: false };
-    let mut line = Vec::new();
-    let mut collecting = true;
-    loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line)? == 0 {
-            break;
-        }
-        w.total += 1;
-        if !collecting || w.total < start {
-            continue;
-        }
-        if w.total > end {
-            collecting = false;
-            continue;
-        }
-        if w.content.len() + line.len() <= budget {
-            w.content.extend_from_slice(&line);
-            w.returned += 1;
-        } else {
-            if w.returned == 0 {
-                let cut = utf8_floor(&line, budget);
-                w.content.extend_from_slice(&line[..cut]);
-                w.returned = 1;
-                w.line_cut = true;
-            }
-            w.cut_by_bytes = true;
-            collecting = false;
-        }
-    }
-    Ok(w)
-}
-
-/// The largest `n <= max` such that `bytes[..n]` does not end inside a UTF-8 sequence.
-fn utf8_floor(bytes: &[u8], max: usize) -> usize {
-    let mut n = max.min(bytes.len());
-    while n > 0 && n < bytes.len() && (bytes[n] & 0xC0) == 0x80 {
-        n -= 1;
-    }
-    n
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn win(text: &str, start: u64, end: u64, budget: usize) -> Window {
-        read_window(text.as_bytes(), start, end, budget).unwrap()
+        select(text.as_bytes(), start, end, budget).into_window(text.as_bytes().to_vec())
     }
 
     #[test]
@@ -304,5 +291,68 @@ mod tests {
         assert_eq!(meta.len(), 0);
         let out = Read { start: 1, end: 1, budget: 1000, file, resolved, meta }.run();
         assert!(out.payload["content"].as_str().unwrap().starts_with("Name:"), "{}", out.payload);
+        assert_eq!(out.payload["bytes"], 0, "the size the file reports");
+    }
+
+    /// A pseudo-file read in chunks gives the window of its whole text, the same
+    /// as a selection over the text read in one go. /proc/filesystems does not
+    /// change while the test runs and has many lines.
+    #[test]
+    fn a_pseudo_file_gives_the_window_of_all_its_text() {
+        let text = std::fs::read("/proc/filesystems").unwrap();
+        let policy = crate::policy::Policy::for_tests(vec![std::path::PathBuf::from("/proc")]);
+        for (start, end, budget) in [(1, u64::MAX, 1 << 20), (2, 5, 1000), (3, 400, 64), (1, 1, 3)] {
+            let OpenedFile { file, meta, .. } = policy.open_existing_file("filesystems").unwrap();
+            assert_eq!(meta.len(), 0);
+            let got = read_file_window(file, meta.len(), start, end, budget).unwrap();
+            assert_eq!(got.window, select(&text, start, end, budget).into_window(text.clone()), "{start}..={end} in {budget}");
+            assert_eq!(got.size, 0);
+        }
+    }
+
+    /// A file that shrank after its size was taken gives the lines it still holds,
+    /// and reports the bytes it gave.
+    #[test]
+    fn a_file_that_shrank_reports_what_was_read() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("log.txt"), "one\ntwo\nthree\n").unwrap();
+        let policy = crate::policy::Policy::for_tests(vec![dir.path().to_path_buf()]);
+        let OpenedFile { file, meta, resolved } = policy.open_existing_file("log.txt").unwrap();
+        assert_eq!(meta.len(), 14);
+        std::fs::OpenOptions::new().write(true).open(dir.path().join("log.txt")).unwrap().set_len(6).unwrap();
+        let out = Read { start: 1, end: 10, budget: 100, file, resolved, meta }.run();
+        assert_eq!(out.payload["content"], "one\ntw", "{}", out.payload);
+        assert_eq!((out.payload["bytes"].as_u64(), out.payload["lines"]["total"].as_u64()), (Some(6), Some(2)));
+    }
+
+    /// Reading whole and reading in chunks agree on files that span several
+    /// chunks, with lines and multi-byte characters across chunk boundaries.
+    #[test]
+    fn whole_and_chunked_reads_agree_across_chunk_boundaries() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.txt");
+        let mut text = Vec::new();
+        let mut n = 0u32;
+        while text.len() < 3 * CHUNK_BYTES + 100 {
+            n = n.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            text.extend(std::iter::repeat_n(b'x', (n >> 20) as usize % 300));
+            text.extend_from_slice(if n & 1 == 0 { "€\n".as_bytes() } else { b"\r\n" });
+        }
+        std::fs::write(&path, &text).unwrap();
+        let len = text.len() as u64;
+        let windows = [(1, u64::MAX, MAX_BYTES_LIMIT as usize), (500, 700, 16_384), (1, 200, 7), (100_000, 100_001, 10)];
+        for (start, end, budget) in windows {
+            let (whole, read) = read_whole(File::open(&path).unwrap(), len, start, end, budget).unwrap();
+            assert_eq!(read, len);
+            let (chunked, read) = read_in_chunks(File::open(&path).unwrap(), len, start, end, budget).unwrap();
+            assert_eq!(read, len);
+            assert_eq!(whole, chunked, "{start}..={end} in {budget}");
+            assert_eq!(whole, select(&text, start, end, budget).into_window(text.clone()));
+        }
+        // The limit is kept in chunks too: a limit inside the file ends the text there.
+        let limit = CHUNK_BYTES as u64 + 3;
+        let (cut, read) = read_in_chunks(File::open(&path).unwrap(), limit, 1, u64::MAX, 1 << 20).unwrap();
+        let head = &text[..limit as usize];
+        assert_eq!((cut, read), (select(head, 1, u64::MAX, 1 << 20).into_window(head.to_vec()), limit));
     }
 }
