@@ -62,23 +62,33 @@ fn count_lines(bytes: &[u8]) -> u64 {
 /// bytes: whole lines only, except that a first line longer than the budget is
 /// cut at the last UTF-8 boundary within it, so that paging still moves on.
 pub fn select(buf: &[u8], start: u64, end: u64, budget: usize) -> Selection {
-    let total = count_lines(buf);
-    let none = Selection { content: 0..0, returned: 0, total, cut_by_bytes: false, line_cut: false };
+    let empty = |total| Selection { content: 0..0, returned: 0, total, cut_by_bytes: false, line_cut: false };
     // The schema keeps `start >= 1` and the tool `end >= start`; outside that the
     // answer is still that of a plain line-by-line walk: line 0 selects like line 1,
     // and an end before the start selects nothing.
     let start = start.max(1);
-    if start > total || end < start {
-        return none;
+    if end < start {
+        return empty(count_lines(buf));
     }
-    // Line `start` exists, so `start - 1 < total` newlines precede it and fit in usize.
+    // Where line `start` begins: after the `start - 1`th `\n`.
     let from = match start - 1 {
-        0 => 0,
-        skip => memchr_iter(b'\n', buf).nth(skip as usize - 1).map_or(buf.len(), |nl| nl + 1),
+        0 => Some(0),
+        skip => usize::try_from(skip - 1).ok().and_then(|n| memchr_iter(b'\n', buf).nth(n)).map(|newline| newline + 1),
+    };
+    let Some(from) = from.filter(|&from| from < buf.len()) else {
+        return empty(count_lines(buf));
     };
     let rest = &buf[from..];
+    let rest_lines = count_lines(rest);
     let wanted = end - start + 1;
-    let mut sel = Selection { content: from..from, ..none };
+    let mut sel = Selection { content: from..from, returned: 0, total: start - 1 + rest_lines, cut_by_bytes: false, line_cut: false };
+    if rest.len() <= budget && rest_lines <= wanted {
+        // The usual case, a small file read from its start: the window is all the
+        // rest, and one count of its `\n` replaces a step per line.
+        sel.returned = rest_lines;
+        sel.content.end = buf.len();
+        return sel;
+    }
     for newline in memchr_iter(b'\n', rest) {
         let line_end = newline + 1;
         if line_end > budget {
