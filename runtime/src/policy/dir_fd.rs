@@ -22,7 +22,7 @@ use nix::fcntl::{AtFlags, OFlag};
 use nix::sys::stat::{Mode, SFlag};
 use nix::unistd::UnlinkatFlags;
 
-use super::open::{openat2_no_symlinks_with, openat2_unavailable};
+use super::no_symlinks::{CheckedOpenError, open_checked, openat2_no_symlinks_with};
 
 /// Opens an absolute directory path without following any symlink in it.
 /// Production uses [`openat2_dir`]; tests pass their own to act as a kernel
@@ -57,19 +57,16 @@ impl Dir {
     /// when `openat2` is unavailable. A symlink met on the way is an error that says
     /// the tree changed after the check.
     pub fn open(path: &Path, open: DirOpen) -> io::Result<Dir> {
-        let opened = match open(path) {
-            Err(e) if openat2_unavailable(&e) => nix::fcntl::open(path, dir_flags(), Mode::empty()).map_err(io::Error::from),
-            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-                return Err(io::Error::other(format!(
-                    "the directory {} was replaced by a symlink after it was checked; it was not followed",
-                    path.display()
-                )));
-            }
-            other => other,
-        };
-        match opened {
+        let by_path = |p: &Path| nix::fcntl::open(p, dir_flags(), Mode::empty()).map_err(io::Error::from);
+        match open_checked(path, open, by_path).1 {
             Ok(fd) => Ok(Dir { path: path.to_path_buf(), fd }),
-            Err(e) => Err(io::Error::new(e.kind(), format!("cannot open the directory {}: {e}", path.display()))),
+            Err(CheckedOpenError::Swapped) => Err(io::Error::other(format!(
+                "the directory {} was replaced by a symlink after it was checked; it was not followed",
+                path.display()
+            ))),
+            Err(CheckedOpenError::Io(e)) => {
+                Err(io::Error::new(e.kind(), format!("cannot open the directory {}: {e}", path.display())))
+            }
         }
     }
 

@@ -5,7 +5,8 @@
 //! - [`roots`]: startup configuration of managed roots and write roots.
 //! - [`live_roots`]: the managed roots in force now (configured plus Herdr-derived).
 //! - [`paths`]: resolving a caller's path to a real path inside a managed root.
-//! - [`open`]: opening an existing file inside a root without a check-then-open gap.
+//! - [`open`]: opening an existing file inside a root without a check-then-open gap
+//!   (`no_symlinks`: `openat2`, and the legacy open where the kernel lacks it).
 //! - [`secret`]: the secret-like path denylist.
 //! - [`atomic`]: all-or-nothing file changes with rollback, relative to directory
 //!   descriptors opened without following symlinks (`dir_fd`).
@@ -13,6 +14,7 @@
 pub mod atomic;
 mod dir_fd;
 pub mod live_roots;
+mod no_symlinks;
 pub mod open;
 pub mod paths;
 pub mod roots;

@@ -17,18 +17,19 @@
 //! - Legacy: the kernel has no `openat2` (before Linux 5.6, or not Linux) or a
 //!   seccomp filter denies it. Resolve as above, then a plain open of the real
 //!   path (with `O_NOFOLLOW`, so only a swapped *directory* could still race).
+//!   Once the process knows this, no open tries `openat2` again (`no_symlinks`).
 //!
 //! Every open is non-blocking, so a FIFO or device inside a root is opened without
 //! waiting for a writer and then refused by its type (`not_a_file`).
 
 use std::fs::{File, Metadata, OpenOptions};
 use std::io;
-use std::os::fd::OwnedFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use serde_json::json;
 
+use super::no_symlinks::{CheckedOpenError, Way, open_checked, openat2_no_symlinks_with};
 use super::paths::{Located, resolve_lexical};
 use super::{Policy, Refusal, Resolved};
 
@@ -87,43 +88,23 @@ pub(crate) fn openat2_no_symlinks(path: &Path) -> io::Result<File> {
     Ok(File::from(fd))
 }
 
-/// `openat2(path, flags, RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS)`: an absolute
-/// path opened only if no component of it is a symlink (ELOOP otherwise).
-#[cfg(target_os = "linux")]
-pub(crate) fn openat2_no_symlinks_with(path: &Path, flags: nix::fcntl::OFlag) -> io::Result<OwnedFd> {
-    use nix::fcntl::{OpenHow, ResolveFlag};
-    let how = OpenHow::new().flags(flags).resolve(ResolveFlag::RESOLVE_NO_SYMLINKS | ResolveFlag::RESOLVE_NO_MAGICLINKS);
-    Ok(nix::fcntl::openat2(nix::fcntl::AT_FDCWD, path, how)?)
-}
-
-/// Only Linux has `openat2`; elsewhere (macOS) every open takes the legacy route,
-/// as on a Linux kernel without it.
-#[cfg(not(target_os = "linux"))]
-pub(crate) fn openat2_no_symlinks_with(_path: &Path, _flags: nix::fcntl::OFlag) -> io::Result<OwnedFd> {
-    Err(io::Error::from_raw_os_error(libc::ENOSYS))
-}
-
 /// A plain open for kernels without `openat2`: the final component must not be a
 /// symlink (the real path has none), directories on the way are trusted.
 fn open_following_directories(path: &Path) -> io::Result<File> {
     OpenOptions::new().read(true).custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK | libc::O_NOFOLLOW).open(path)
 }
 
-/// `openat2` missing from the kernel, or denied by a seccomp filter.
-pub(crate) fn openat2_unavailable(e: &io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::EPERM))
-}
-
 /// Opens the canonical path of a resolved file.
 fn open_real(resolved: Resolved, open: NoSymlinkOpen) -> Result<(OpenedFile, Route), Refusal> {
-    let (opened, route) = match open(&resolved.real) {
-        Err(e) if openat2_unavailable(&e) => (open_following_directories(&resolved.real), Route::Legacy),
-        other => (other, Route::Resolved),
+    let (way, opened) = open_checked(&resolved.real, open, open_following_directories);
+    let route = match way {
+        Way::NoSymlinks => Route::Resolved,
+        Way::Legacy => Route::Legacy,
     };
     match opened {
         Ok(file) => Ok((describe(file, resolved)?, route)),
-        Err(e) if route == Route::Resolved && e.raw_os_error() == Some(libc::ELOOP) => Err(swapped(&resolved.real)),
-        Err(e) => Err(open_failure(&resolved.real, e)),
+        Err(CheckedOpenError::Swapped) => Err(swapped(&resolved.real)),
+        Err(CheckedOpenError::Io(e)) => Err(open_failure(&resolved.real, e)),
     }
 }
 

@@ -215,3 +215,27 @@ fn a_racing_symlink_swap_never_reads_outside_the_root() {
     racer.join().unwrap();
     assert!(read > 0 && refused > 0, "the race never happened: {read} read, {refused} refused");
 }
+
+/// On a kernel without `openat2`, the process learns it from the first open; later
+/// opens go the legacy way without asking the kernel again, with the same answers.
+#[test]
+fn without_openat2_only_the_first_open_asks_the_kernel() {
+    let t = tree();
+    let support = crate::policy::no_symlinks::Openat2Support::new();
+    let asked = std::cell::Cell::new(0);
+    let kernel = |_: &Path| -> io::Result<File> {
+        asked.set(asked.get() + 1);
+        Err(io::Error::from_raw_os_error(libc::ENOSYS))
+    };
+    let without_openat2 = |p: &Path| support.call(p, &kernel);
+    for _ in 0..3 {
+        for raw in CASES {
+            let legacy = t.policy.open_existing_via(raw, &without_openat2);
+            if let Ok((_, r)) = &legacy {
+                assert_eq!(*r, Route::Legacy, "{raw}");
+            }
+            assert_eq!(seen(legacy), seen(t.policy.open_existing_via(raw, &openat2_no_symlinks)), "{raw}");
+        }
+    }
+    assert_eq!(asked.get(), 1);
+}
