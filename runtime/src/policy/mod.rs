@@ -4,7 +4,8 @@
 //!
 //! - [`roots`]: startup configuration of managed roots and write roots.
 //! - [`live_roots`]: the managed roots in force now (configured plus Herdr-derived).
-//! - [`paths`]: resolving a caller's path to a real path inside a managed root.
+//! - [`paths`]: resolving a caller's path to a real path inside a managed root
+//!   (`lexical` does the per-call path work on bytes).
 //! - [`open`]: opening an existing file inside a root without a check-then-open gap
 //!   (`no_symlinks`: `openat2`, and the legacy open where the kernel lacks it).
 //! - [`secret`]: the secret-like path denylist.
@@ -13,6 +14,7 @@
 
 pub mod atomic;
 mod dir_fd;
+mod lexical;
 pub mod live_roots;
 mod no_symlinks;
 pub mod open;

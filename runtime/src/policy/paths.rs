@@ -10,10 +10,12 @@
 //! root is refused as `outside_managed_roots` whatever its name.
 
 use std::io::ErrorKind;
-use std::path::{Component, Path, PathBuf};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
+use super::lexical::{self, Normal};
 use super::secret::is_secret_path;
 use super::{Policy, Refusal};
 
@@ -43,10 +45,10 @@ pub(super) enum Located {
 /// the secret check again on the real path.
 pub(super) fn resolve_lexical(lexical: &Path, root: PathBuf) -> Result<Resolved, Refusal> {
     let real = canonicalize(lexical)?;
-    if !real.starts_with(&root) {
+    if !lexical::within(Normal::trusted(&real), &root) {
         return Err(escape(lexical, &real, &root));
     }
-    deny_secret(&real, &root)?;
+    deny_secret(Normal::trusted(&real), &root)?;
     Ok(Resolved { real, root })
 }
 
@@ -76,10 +78,10 @@ impl Policy {
     /// here, to see whether it reaches a root through an alias.
     pub(super) fn locate_existing(&self, raw: &str) -> Result<Located, Refusal> {
         let lexical = self.normalize(raw)?;
-        let Some(root) = self.root_of(&lexical) else {
+        let Some(root) = self.root_of_normal(Normal::trusted(&lexical)) else {
             return self.outside_or_aliased(raw, &lexical).map(Located::Aliased);
         };
-        deny_secret(&lexical, &root)?;
+        deny_secret(Normal::trusted(&lexical), &root)?;
         Ok(Located::Lexical { lexical, root })
     }
 
@@ -87,19 +89,19 @@ impl Policy {
     /// must exist (`parent_not_found`) and be a directory (`parent_not_directory`).
     pub fn resolve_target(&self, raw: &str) -> Result<Target, Refusal> {
         let lexical = self.normalize(raw)?;
-        let root = match self.root_of(&lexical) {
+        let root = match self.root_of_normal(Normal::trusted(&lexical)) {
             Some(root) => root,
             None => {
                 // A parent reached through an alias (e.g. /tmp → /private/tmp) may
                 // still be inside a root once canonicalized.
                 let parent_real = lexical.parent().and_then(|p| p.canonicalize().ok());
-                match parent_real.as_deref().and_then(|p| self.root_of(p)) {
+                match parent_real.as_deref().and_then(|p| self.root_of_normal(Normal::trusted(p))) {
                     Some(root) => root,
                     None => return Err(self.outside(raw)),
                 }
             }
         };
-        deny_secret(&lexical, &root)?;
+        deny_secret(Normal::trusted(&lexical), &root)?;
         let (Some(parent), Some(name)) = (lexical.parent(), lexical.file_name()) else {
             return Err(invalid_target(&lexical, "the path names no file"));
         };
@@ -120,7 +122,7 @@ impl Policy {
         if !parent_real.is_dir() {
             return Err(parent_not_directory(parent));
         }
-        if !parent_real.starts_with(&root) {
+        if !lexical::within(Normal::trusted(&parent_real), &root) {
             return Err(escape(parent, &parent_real, &root));
         }
         let candidate = parent_real.join(name);
@@ -143,7 +145,7 @@ impl Policy {
                         json!({"path": candidate.display().to_string()}),
                     )
                 })?;
-                if !real.starts_with(&root) {
+                if !lexical::within(Normal::trusted(&real), &root) {
                     return Err(escape(&candidate, &real, &root));
                 }
                 if !real.is_file() {
@@ -154,7 +156,7 @@ impl Policy {
             Ok(meta) if meta.is_file() => Target { path: candidate, root: root.clone(), exists: true },
             Ok(_) => return Err(invalid_target(&candidate, "a directory or special file is in the way")),
         };
-        deny_secret(&target.path, &root)?;
+        deny_secret(Normal::trusted(&target.path), &root)?;
         Ok(target)
     }
 
@@ -170,23 +172,25 @@ impl Policy {
                 json!({}),
             ));
         }
-        if raw.chars().any(is_deceptive) {
+        if has_deceptive(raw) {
             return Err(Refusal::code(
                 "invalid_params",
                 "path contains a NUL, control, zero-width or text-direction character",
                 json!({"path": raw.escape_debug().to_string()}),
             ));
         }
-        let path = Path::new(raw);
-        let anchored = if path.is_absolute() {
-            path.to_path_buf()
-        } else {
-            match &self.relative_base {
-                Some(base) => base.join(path),
-                None => return Err(self.outside(raw)),
-            }
-        };
-        Ok(lexical_normalize(&anchored))
+        if raw.starts_with('/') {
+            return Ok(lexical::normalize(None, raw.as_bytes()));
+        }
+        match &self.relative_base {
+            Some(base) => Ok(lexical::normalize(Some(base), raw.as_bytes())),
+            None => Err(self.outside(raw)),
+        }
+    }
+
+    /// [`Policy::root_of`] for a path in normal form, compared by bytes.
+    fn root_of_normal(&self, path: Normal) -> Option<PathBuf> {
+        self.live.with(|roots| roots.iter().find(|r| lexical::within(path, r)).cloned())
     }
 
     fn outside(&self, raw: &str) -> Refusal {
@@ -201,10 +205,16 @@ impl Policy {
     /// directory such as macOS `/tmp`) whose real path is inside a root.
     fn outside_or_aliased(&self, raw: &str, lexical: &Path) -> Result<Resolved, Refusal> {
         let Ok(real) = lexical.canonicalize() else { return Err(self.outside(raw)) };
-        let Some(root) = self.root_of(&real) else { return Err(self.outside(raw)) };
-        deny_secret(&real, &root)?;
+        let Some(root) = self.root_of_normal(Normal::trusted(&real)) else { return Err(self.outside(raw)) };
+        deny_secret(Normal::trusted(&real), &root)?;
         Ok(Resolved { real, root })
     }
+}
+
+/// Whether `raw` holds a character [`is_deceptive`] refuses. Every such character
+/// below U+0080 is a control, so ASCII text needs no decoding.
+fn has_deceptive(raw: &str) -> bool {
+    raw.bytes().any(|b| b < 0x20 || b == 0x7f) || (!raw.is_ascii() && raw.chars().any(is_deceptive))
 }
 
 /// Characters no honest path needs: C0/C1 controls (NUL, newline, escape…),
@@ -216,25 +226,12 @@ fn is_deceptive(c: char) -> bool {
 
 /// `.` and `..` removed without touching the disk; `..` never climbs above `/`.
 pub fn lexical_normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::Prefix(p) => out.push(p.as_os_str()),
-            Component::RootDir => out.push("/"),
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::Normal(n) => out.push(n),
-        }
-    }
-    out
+    lexical::normalize(None, path.as_os_str().as_bytes())
 }
 
-fn deny_secret(path: &Path, root: &Path) -> Result<(), Refusal> {
-    let below = path.strip_prefix(root).unwrap_or(path);
-    if is_secret_path(below) {
-        return Err(secret(path));
+fn deny_secret(path: Normal, root: &Path) -> Result<(), Refusal> {
+    if is_secret_path(lexical::below(path, root)) {
+        return Err(secret(path.as_path()));
     }
     Ok(())
 }
@@ -288,6 +285,16 @@ fn parent_not_directory(parent: &Path) -> Refusal {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn deceptive_characters_are_found_in_ascii_and_beyond() {
+        for raw in ["a\0b", "a\nb", "a\u{7f}", "é\u{85}", "a\u{200B}b", "\u{202E}txt", "\u{FEFF}"] {
+            assert!(has_deceptive(raw), "{raw:?}");
+        }
+        for raw in ["a/b c.txt", "é/ü~", "\u{2070}"] {
+            assert!(!has_deceptive(raw), "{raw:?}");
+        }
+    }
 
     #[test]
     fn lexical_normalization_never_climbs_above_root() {
