@@ -283,6 +283,32 @@ mod tests {
         assert_eq!((out.payload["bytes"].as_u64(), out.payload["lines"]["total"].as_u64()), (Some(8), Some(2)));
     }
 
+    /// Every member of the payload, for a window cut by lines and for a first
+    /// line cut by bytes (the only case with `line_truncated`).
+    #[test]
+    fn the_payload_has_exactly_the_contract_members() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f.txt"), "alpha\nbeta\ngamma\n").unwrap();
+        let policy = crate::policy::Policy::for_tests(vec![dir.path().to_path_buf()]);
+        let run = |start, end, budget| {
+            let OpenedFile { file, meta, resolved } = policy.open_existing_file("f.txt").unwrap();
+            (Read { start, end, budget, file, resolved: resolved.clone(), meta }.run().payload, resolved)
+        };
+        let (payload, resolved) = run(2, 2, 100);
+        let (path, root) = (resolved.real.to_str().unwrap(), resolved.root.to_str().unwrap());
+        assert_eq!(payload, json!({
+            "ok": true, "path": path, "root": root, "lines": {"start": 2, "end": 2, "total": 3},
+            "next_start_line": 3, "truncated_by": "lines", "bytes": 17, "budget": 100, "truncated": true,
+            "content": "beta\n",
+        }));
+        let (payload, _) = run(3, 9, 2);
+        assert_eq!(payload, json!({
+            "ok": true, "path": path, "root": root, "lines": {"start": 3, "end": 3, "total": 3},
+            "next_start_line": null, "truncated_by": "bytes", "bytes": 17, "budget": 2, "truncated": true,
+            "content": "ga", "line_truncated": true,
+        }));
+    }
+
     /// procfs files report a size of 0 but hold text: a 0 does not bound the read.
     #[test]
     fn a_file_reporting_size_zero_is_read_to_its_end() {
