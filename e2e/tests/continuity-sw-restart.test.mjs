@@ -34,6 +34,19 @@ async function runtimeStatus(stack, pane) {
 
 const bindingOf = async (stack, convKey) => (await continuityState(stack)).bindings.find((v) => v.binding.conv_key === convKey) ?? null;
 
+/// A ChatGPT conversation bound (Auto on) to a new agent of its own workspace, which then
+/// starts working; returns the chat once the extension sees the binding working.
+async function chatWithWorkingAgent(stack, sim, { workspace, label, pane, name }) {
+  await sim.addAgent({ workspace, label, pane, cwd: stack.project, status: 'idle', name });
+  const chat = await openChatGpt(stack);
+  await workspaceOffered(stack, chat, label);
+  await bindInPopup(stack, chat, label, { auto: true });
+  await streamConnected(stack);
+  await sim.setStatus(pane, 'working');
+  await bindingWorking(stack, chat.convKey);
+  return chat;
+}
+
 describe('continuity: service-worker restart while an agent works', () => {
   let stack;
   let sim;
@@ -44,13 +57,7 @@ describe('continuity: service-worker restart while an agent works', () => {
   after(async () => stopStack(stack));
 
   test('(a) the settle that happened while no worker ran wakes once after the popup wakes the worker', async () => {
-    await sim.addAgent({ workspace: 'ws-a', label: 'sw-alpha', pane: 'ws-a-p1', cwd: stack.project, status: 'idle', name: 'claude-swa' });
-    const chat = await openChatGpt(stack);
-    await workspaceOffered(stack, chat, 'sw-alpha');
-    await bindInPopup(stack, chat, 'sw-alpha', { auto: true });
-    await streamConnected(stack);
-    await sim.setStatus('ws-a-p1', 'working');
-    await bindingWorking(stack, chat.convKey);
+    const chat = await chatWithWorkingAgent(stack, sim, { workspace: 'ws-a', label: 'sw-alpha', pane: 'ws-a-p1', name: 'claude-swa' });
 
     const { hosts: oldHosts, watch } = await stopWorker(stack);
     await sim.setStatus('ws-a-p1', 'done', 'finished while the worker slept (marker-sa1)');
@@ -73,13 +80,7 @@ describe('continuity: service-worker restart while an agent works', () => {
   });
 
   test('(b) a worker woken by the chat page while the agent works wakes once at the later settle', async () => {
-    await sim.addAgent({ workspace: 'ws-b', label: 'sw-beta', pane: 'ws-b-p1', cwd: stack.project, status: 'idle', name: 'claude-swb' });
-    const chat = await openChatGpt(stack);
-    await workspaceOffered(stack, chat, 'sw-beta');
-    await bindInPopup(stack, chat, 'sw-beta', { auto: true });
-    await streamConnected(stack);
-    await sim.setStatus('ws-b-p1', 'working');
-    await bindingWorking(stack, chat.convKey);
+    const chat = await chatWithWorkingAgent(stack, sim, { workspace: 'ws-b', label: 'sw-beta', pane: 'ws-b-p1', name: 'claude-swb' });
 
     const { watch } = await stopWorker(stack);
     await wakeServiceWorker(stack, watch, async () => {
