@@ -63,6 +63,12 @@ fn listing(outside: &std::path::Path) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// Nothing was created in `outside`.
+fn assert_nothing_written_outside(outside: &std::path::Path) {
+    let escaped: Vec<String> = listing(outside).into_keys().collect();
+    assert!(escaped.is_empty(), "{} entries written outside the root, e.g. {:?}", escaped.len(), &escaped[..escaped.len().min(5)]);
+}
+
 fn assert_raced(done: u32, refused: &BTreeMap<String, usize>, allowed: &[&str]) {
     assert!(refused.keys().all(|r| allowed.contains(&r.as_str())), "{refused:?}");
     assert!(done > 0 && !refused.is_empty(), "the race never happened: {done} done, {refused:?}");
@@ -77,8 +83,7 @@ fn a_racing_directory_swap_never_lets_a_write_out_of_the_root() {
     let (written, refused) = race(&repo, outside.path(), |n| {
         call(&ctx, "herdr_fs_write", json!({"path": repo.p(&format!("swap/new-{n}.txt")), "content": "x"}))
     });
-    let escaped: Vec<String> = listing(outside.path()).into_keys().collect();
-    assert!(escaped.is_empty(), "{} entries written outside the root, e.g. {:?}", escaped.len(), &escaped[..escaped.len().min(5)]);
+    assert_nothing_written_outside(outside.path());
     // symlink_escape: the check saw the symlink; write_failed: the commit met it.
     assert_raced(written, &refused, &["symlink_escape", "write_failed"]);
 }
@@ -93,8 +98,7 @@ fn a_racing_directory_swap_never_lets_a_patch_out_of_the_root() {
         let patch = format!("*** Begin Patch\n*** Add File: swap/new-{n}.txt\n+x\n*** End Patch\n");
         call(&ctx, "herdr_fs_patch", json!({"root": repo.p(""), "patch": patch}))
     });
-    let escaped: Vec<String> = listing(outside.path()).into_keys().collect();
-    assert!(escaped.is_empty(), "{} entries written outside the root, e.g. {:?}", escaped.len(), &escaped[..escaped.len().min(5)]);
+    assert_nothing_written_outside(outside.path());
     assert_raced(applied, &refused, &["symlink_escape", "PATCH_COMMIT_FAILED"]);
 }
 

@@ -47,10 +47,10 @@ fn list(v: &Value, key: &str) -> Vec<Value> {
     v.get(key).and_then(Value::as_array).cloned().unwrap_or_default()
 }
 
-/// Upserts `record` into `items` by its `key` field; records without the key are ignored.
 /// `PaneInfo` fields about what the terminal shows, mirrored from a pane update onto its agent.
 const PANE_DISPLAY_FIELDS: [&str; 3] = ["title", "terminal_title", "terminal_title_stripped"];
 
+/// Upserts `record` into `items` by its `key` field; records without the key are ignored.
 fn upsert(items: &mut Vec<Value>, key: &str, record: &Value) {
     let Some(id) = str_of(record, key) else { return };
     match items.iter_mut().find(|r| str_of(r, key) == Some(id)) {
