@@ -7,8 +7,9 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 cargo build --release --manifest-path "$here/Cargo.toml" -p herdr-mcp -p herdr-nmhost
 target="${CARGO_TARGET_DIR:-$here/target}"
 
-# The extension needs wasm32 + wasm-bindgen-cli; without them the runtime still starts.
-if "$here/scripts/build-extension.sh"; then
+# The extension needs wasm32 + wasm-bindgen-cli (installed here if missing); without
+# them the runtime still starts.
+if "$here/scripts/wasm-toolchain.sh" && "$here/scripts/build-extension.sh"; then
   "$target/release/herdr-nmhost" install
   echo
   echo "Browser extension: open chrome://extensions, switch on Developer mode, click \"Load unpacked\""

@@ -6,17 +6,8 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
-step "toolchain: wasm32-unknown-unknown target"
-if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
-  rustup target add wasm32-unknown-unknown
-fi
-
-step "toolchain: wasm-bindgen-cli matching Cargo.lock"
-wbg_version=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/,""); print; exit}' Cargo.lock)
-if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$wbg_version" ]; then
-  # Unlocked on purpose: the registry mirror lacks one of its pinned transitive versions.
-  cargo install wasm-bindgen-cli --version "$wbg_version"
-fi
+step "toolchain: wasm32 target and wasm-bindgen-cli matching Cargo.lock"
+./scripts/wasm-toolchain.sh
 
 step "toolchain: Chromium from Debian (for the e2e tests)"
 if [ ! -x /usr/bin/chromium ]; then
