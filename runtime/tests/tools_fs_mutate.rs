@@ -93,10 +93,17 @@ fn readonly_mode_blocks_edit_and_write() {
     let ctx = ctx(repo.policy().with_readonly(true));
     let r = call(&ctx, "herdr_fs_edit", json!({"path": repo.p("a.txt"), "old_string": "one", "new_string": "1"}));
     assert_reason(&r, "readonly_mode");
-    // The path is validated as an existing file before the gate (spec §1.10 order).
+    // The path is validated before the gate (spec §1.10 order)...
+    let r = call(&ctx, "herdr_fs_edit", json!({"path": repo.p("nope.txt"), "old_string": "one", "new_string": "1"}));
+    assert_reason(&r, "not_found");
+    // ...and the gate before anything about what the path names: neither a
+    // directory nor a FIFO (which fails to open as root too) is looked at.
     std::fs::create_dir(repo.path("d")).unwrap();
-    let r = call(&ctx, "herdr_fs_edit", json!({"path": repo.p("d"), "old_string": "one", "new_string": "1"}));
-    assert_reason(&r, "not_a_file");
+    nix::unistd::mkfifo(&repo.path("pipe"), nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    for name in ["d", "pipe"] {
+        let r = call(&ctx, "herdr_fs_edit", json!({"path": repo.p(name), "old_string": "one", "new_string": "1"}));
+        assert_reason(&r, "readonly_mode");
+    }
     assert_reason(&call(&ctx, "herdr_fs_write", json!({"path": repo.p("b.txt"), "content": "x"})), "readonly_mode");
     assert_eq!(repo.read("a.txt"), b"one\n");
     assert!(!repo.path("b.txt").exists());
@@ -112,6 +119,10 @@ fn write_roots_limit_where_edit_and_write_may_change_files() {
     assert_reason(&r, "root_not_whitelisted");
     assert_eq!(r["write_roots"], json!([repo.p("open")]));
     assert_reason(&call(&ctx, "herdr_fs_write", json!({"path": repo.p("c.txt"), "content": "x"})), "root_not_whitelisted");
+    // Outside the write roots, a directory at the path is not looked at either.
+    std::fs::create_dir(repo.path("d")).unwrap();
+    let r = call(&ctx, "herdr_fs_edit", json!({"path": repo.p("d"), "old_string": "one", "new_string": "1"}));
+    assert_reason(&r, "root_not_whitelisted");
     let other = Repo::with_files(&[("a.txt", "one\n")]);
     let ctx = ctx_for(&repo, &other);
     let r = call(&ctx, "herdr_fs_write", json!({"path": other.p("new.txt"), "content": "x"}));

@@ -229,6 +229,28 @@ fn root_must_be_the_project_root_and_paths_must_stay_inside() {
     assert_reason(&r, "cross_project_patch_denied");
 }
 
+/// A path that resolves but names no regular file fails the patch and names the
+/// path as written; the same names inside a nested project are that project's,
+/// refused as such before anything about them is reported.
+#[test]
+fn a_directory_to_update_or_delete_fails_the_patch_by_name() {
+    let repo = sample();
+    std::fs::create_dir(repo.path("dir")).unwrap();
+    let before = snapshot(&repo.root);
+    let cases = [("*** Update File: dir\n-x\n+y\n", "dir"), ("*** Delete File: dir\n", "dir"), ("*** Delete File: ./dir/\n", "./dir/")];
+    for (body, raw) in cases {
+        let r = patch(&repo, body, json!({}));
+        let expected = json!({"ok": false, "code": "PATCH_FAILED", "message": format!("{raw} is not a regular file"), "path": raw});
+        assert_eq!(r, expected, "{body}");
+    }
+    assert_eq!(snapshot(&repo.root), before);
+    let two = ctx_with(vec![repo.root.clone(), repo.path("src")]);
+    for body in ["*** Update File: src\n-x\n+y\n", "*** Delete File: src/a.rs\n"] {
+        let args = json!({"root": repo.p(""), "patch": format!("*** Begin Patch\n{body}*** End Patch")});
+        assert_reason(&call(&two, "herdr_fs_patch", args), "cross_project_patch_denied");
+    }
+}
+
 fn ctx_with(roots: Vec<std::path::PathBuf>) -> std::sync::Arc<herdr_mcp::tools::ToolContext> {
     ctx(herdr_mcp::policy::Policy::for_tests(roots))
 }

@@ -126,11 +126,6 @@ impl Policy {
         self
     }
 
-    /// The managed root that contains `path` (component-wise prefix), deepest first.
-    pub fn root_of(&self, path: &Path) -> Option<PathBuf> {
-        self.live.with(|roots| roots.iter().find(|r| path.starts_with(r)).cloned())
-    }
-
     /// The managed roots in force now, deepest first.
     pub fn managed_roots(&self) -> Arc<Vec<PathBuf>> {
         self.live.snapshot()

@@ -21,6 +21,13 @@
 //!
 //! Every open is non-blocking, so a FIFO or device inside a root is opened without
 //! waiting for a writer and then refused by its type (`not_a_file`).
+//!
+//! A caller may pass a gate on the root (the mutation gate, a same-project check):
+//! it runs on every route once the path is known to name an existing entry inside
+//! that root, and before the entry's type or readability is reported. So a path
+//! refusal (`not_found`, `symlink_escape`, …) still comes first, but a gate refusal
+//! wins over `not_a_file`, `stat_failed` and `read_failed`, and the path is resolved
+//! once for both.
 
 use std::fs::{File, Metadata, OpenOptions};
 use std::io;
@@ -56,27 +63,59 @@ pub(crate) enum Route {
 /// to act as a kernel without `openat2`.
 pub(crate) type NoSymlinkOpen<'a> = &'a dyn Fn(&Path) -> io::Result<File>;
 
+/// The gate of callers that have none (see the module documentation for gates).
+fn no_gate(_: &Path) -> Result<(), Refusal> {
+    Ok(())
+}
+
 impl Policy {
     /// Opens an existing regular file for reading, with the checks of
     /// [`Policy::resolve_existing`] and the same refusals, plus `not_a_file` and
     /// `stat_failed` for what the open descriptor shows, and `read_failed` when the
     /// file cannot be opened.
     pub fn open_existing_file(&self, raw: &str) -> Result<OpenedFile, Refusal> {
-        self.open_existing_via(raw, &openat2_no_symlinks).map(|(opened, _)| opened)
+        self.open_existing_gated_via(raw, &openat2_no_symlinks, no_gate).map(|(opened, _)| opened)
+    }
+
+    /// [`Policy::open_existing_file`] with `gate` run on the file's managed root
+    /// after the path checks and before the file's type or readability is
+    /// reported; a gate refusal is returned as it is.
+    pub fn open_existing_file_gated(
+        &self,
+        raw: &str,
+        gate: impl FnOnce(&Path) -> Result<(), Refusal>,
+    ) -> Result<OpenedFile, Refusal> {
+        self.open_existing_gated_via(raw, &openat2_no_symlinks, gate).map(|(opened, _)| opened)
     }
 
     /// [`Policy::open_existing_file`] with the no-symlink open given, reporting the
     /// route taken.
+    #[cfg(test)]
     pub(crate) fn open_existing_via(&self, raw: &str, open: NoSymlinkOpen) -> Result<(OpenedFile, Route), Refusal> {
+        self.open_existing_gated_via(raw, open, no_gate)
+    }
+
+    /// [`Policy::open_existing_file_gated`] with the no-symlink open given,
+    /// reporting the route taken.
+    pub(crate) fn open_existing_gated_via(
+        &self,
+        raw: &str,
+        open: NoSymlinkOpen,
+        gate: impl FnOnce(&Path) -> Result<(), Refusal>,
+    ) -> Result<(OpenedFile, Route), Refusal> {
         let (lexical, root) = match self.locate_existing(raw)? {
             Located::Lexical { lexical, root } => (lexical, root),
-            Located::Aliased(resolved) => return open_real(resolved, open),
+            Located::Aliased(resolved) => return open_real(resolved, open, gate),
         };
         match open(&lexical) {
-            Ok(file) => Ok((describe(file, Resolved { real: lexical, root })?, Route::Direct)),
+            Ok(file) => {
+                // Opened without meeting a symlink: the lexical path is the real one.
+                gate(&root)?;
+                Ok((describe(file, Resolved { real: lexical, root })?, Route::Direct))
+            }
             // Any failure, not only a symlink on the way (ELOOP): resolving gives a
             // missing file or a bad component the refusal it has always had.
-            Err(_) => open_real(resolve_lexical(&lexical, root)?, open),
+            Err(_) => open_real(resolve_lexical(&lexical, root)?, open, gate),
         }
     }
 }
@@ -94,8 +133,13 @@ fn open_following_directories(path: &Path) -> io::Result<File> {
     OpenOptions::new().read(true).custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK | libc::O_NOFOLLOW).open(path)
 }
 
-/// Opens the canonical path of a resolved file.
-fn open_real(resolved: Resolved, open: NoSymlinkOpen) -> Result<(OpenedFile, Route), Refusal> {
+/// Opens the canonical path of a resolved file, once `gate` let its root pass.
+fn open_real(
+    resolved: Resolved,
+    open: NoSymlinkOpen,
+    gate: impl FnOnce(&Path) -> Result<(), Refusal>,
+) -> Result<(OpenedFile, Route), Refusal> {
+    gate(&resolved.root)?;
     let (way, opened) = open_checked(&resolved.real, open, open_following_directories);
     let route = match way {
         Way::NoSymlinks => Route::Resolved,

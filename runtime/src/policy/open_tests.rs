@@ -239,3 +239,41 @@ fn without_openat2_only_the_first_open_asks_the_kernel() {
     }
     assert_eq!(asked.get(), 1);
 }
+
+/// A gate on the root runs on every route once the path is known to name
+/// something inside the root: a path refusal comes before it, and its own
+/// refusal before anything about the file (its type, an open that fails).
+#[test]
+fn a_gate_runs_after_the_path_checks_and_before_the_file_is_looked_at() {
+    let t = tree();
+    let roots_seen = std::cell::RefCell::new(Vec::new());
+    let refusing = |root: &Path| {
+        roots_seen.borrow_mut().push(root.to_path_buf());
+        Err(Refusal::new("gated", "the gate said no", serde_json::Value::Null))
+    };
+    let (no_kernel_support, denied) = (errno(libc::ENOSYS), errno(libc::EACCES));
+    let opens: [NoSymlinkOpen; 3] = [&openat2_no_symlinks, &no_kernel_support, &denied];
+    symlink(&t.root, t.outside.path().join("alias")).unwrap();
+    let alias = t.outside.path().join("alias/src/deep/a.txt");
+    let inside = ["src/deep/a.txt", "code/deep/a.txt", "a_link.txt", "src", "fifo", "sock", alias.to_str().unwrap()];
+    for raw in inside {
+        for open in opens {
+            roots_seen.borrow_mut().clear();
+            let refusal = t.policy.open_existing_gated_via(raw, open, &refusing).unwrap_err();
+            assert_eq!(refusal.reason, "gated", "{raw}: {refusal:?}");
+            assert_eq!(*roots_seen.borrow(), [t.root.clone()], "{raw}");
+        }
+    }
+    for raw in ["innocent.txt", ".env", "out/o.txt", "loop_a", "missing.txt", "src/deep/a.txt/x", "/etc/hostname"] {
+        let never = |_: &Path| -> Result<(), Refusal> { panic!("the gate ran for {raw}") };
+        let refusal = t.policy.open_existing_gated_via(raw, &openat2_no_symlinks, never).unwrap_err();
+        assert_eq!(refusal, t.policy.resolve_existing(raw).unwrap_err(), "{raw}");
+    }
+    let passing = |root: &Path| {
+        assert_eq!(root, t.root);
+        Ok(())
+    };
+    let opened = t.policy.open_existing_file_gated("code/deep/a.txt", passing).unwrap();
+    assert_eq!(opened.resolved.real, t.root.join("src/deep/a.txt"));
+    assert_eq!(t.policy.open_existing_file_gated("fifo", passing).unwrap_err().reason, "not_a_file");
+}

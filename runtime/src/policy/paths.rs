@@ -188,7 +188,21 @@ impl Policy {
         }
     }
 
-    /// [`Policy::root_of`] for a path in normal form, compared by bytes.
+    /// The managed root that contains `path` (component-wise prefix), deepest
+    /// first. A path not in normal form is normalized lexically first, so a `..`
+    /// cannot take it out of a root that its letters start with.
+    pub fn root_of(&self, path: &Path) -> Option<PathBuf> {
+        if lexical::is_normal_form(path.as_os_str().as_bytes()) {
+            return self.root_of_normal(Normal::trusted(path));
+        }
+        let normal = lexical_normalize(path);
+        if normal.as_os_str().is_empty() {
+            return None;
+        }
+        self.root_of_normal(Normal::trusted(&normal))
+    }
+
+    /// The managed root that contains a path in normal form, compared by bytes.
     fn root_of_normal(&self, path: Normal) -> Option<PathBuf> {
         self.live.with(|roots| roots.iter().find(|r| lexical::within(path, r)).cloned())
     }
@@ -293,6 +307,33 @@ mod tests {
         }
         for raw in ["a/b c.txt", "é/ü~", "\u{2070}"] {
             assert!(!has_deceptive(raw), "{raw:?}");
+        }
+    }
+
+    /// Nested roots: the deepest one holding the path wins, component-wise (not
+    /// by letters), and a path not in normal form is judged by where it leads.
+    #[test]
+    fn root_of_finds_the_deepest_root_holding_a_path() {
+        let policy = Policy::for_tests(vec![PathBuf::from("/srv/h2-a"), PathBuf::from("/srv/h2-a/b")]);
+        let (a, b) = (Some(PathBuf::from("/srv/h2-a")), Some(PathBuf::from("/srv/h2-a/b")));
+        let cases = [
+            ("/srv/h2-a", &a),
+            ("/srv/h2-a/x", &a),
+            ("/srv/h2-a/b", &b),
+            ("/srv/h2-a/b/x/y", &b),
+            ("/srv/h2-a/bx", &a),
+            ("/srv/h2-ab", &None),
+            ("/srv", &None),
+            ("/", &None),
+            ("", &None),
+            ("h2-a/x", &None),
+            ("/srv/h2-a/./b/x", &b),
+            ("/srv/h2-a/b/../x", &a),
+            ("/srv/h2-a/../h2-c", &None),
+            ("/srv/h2-a/", &a),
+        ];
+        for (path, want) in cases {
+            assert_eq!(&policy.root_of(Path::new(path)), want, "{path:?}");
         }
     }
 

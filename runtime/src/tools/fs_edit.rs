@@ -44,15 +44,15 @@ fn schema() -> Value {
 
 fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
     // The old content is read from the file the checks were about (no gap for a
-    // symlink swapped in between).
-    let mut opened = match ctx.policy.open_existing_file(req_str(args, "path")) {
+    // symlink swapped in between). The mutation gate runs as soon as the path is
+    // known to be inside a root, so read-only mode and write roots are reported
+    // before anything about the file itself (a directory, a FIFO, no permission).
+    let gate = |root: &std::path::Path| ctx.policy.check_mutation(root);
+    let mut opened = match ctx.policy.open_existing_file_gated(req_str(args, "path"), gate) {
         Ok(o) => o,
         Err(r) => return r.into(),
     };
     let (path, root) = (&opened.resolved.real, &opened.resolved.root);
-    if let Err(r) = ctx.policy.check_mutation(root) {
-        return r.into();
-    }
     let mut before = Vec::with_capacity(opened.meta.len() as usize);
     if let Err(e) = opened.file.read_to_end(&mut before) {
         return path_refusal("read_failed", path, format!("cannot read {}: {e}", path.display()));

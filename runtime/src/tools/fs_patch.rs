@@ -221,7 +221,9 @@ fn absolute(root: &Path, raw: &str) -> String {
 fn same_project(ctx: &ToolContext, root: &Path, raw: &str) -> Result<String, ToolOutput> {
     let full = absolute(root, raw);
     let lexical = ctx.policy.normalize(&full).map_err(ToolOutput::from)?;
-    if !lexical.starts_with(root) || ctx.policy.root_of(&lexical).as_deref() != Some(root) {
+    // The deepest root holding the path must be this one: inside `root` by its
+    // letters and not in a project nested below it.
+    if ctx.policy.root_of(&lexical).as_deref() != Some(root) {
         return Err(cross_project(root, raw));
     }
     Ok(full)
@@ -231,21 +233,17 @@ fn same_project(ctx: &ToolContext, root: &Path, raw: &str) -> Result<String, Too
 /// is that of the file the checks were about.
 fn open_file(ctx: &ToolContext, root: &Path, raw: &str) -> Result<(Resolved, File), ToolOutput> {
     let full = same_project(ctx, root, raw)?;
-    let opened = ctx.policy.open_existing_file(&full).map_err(|r| {
-        // The path resolved but could not be read: another project's file is
-        // refused as such before its type or readability is reported.
-        if ctx.policy.resolve_existing(&full).is_ok_and(|other| other.root != root) {
-            return cross_project(root, raw);
-        }
-        match r.reason {
-            "not_a_file" => failed(&format!("{raw} is not a regular file"), json!({"path": raw})),
-            "read_failed" => failed(&r.message, json!({"path": raw})),
-            _ => refusal(r),
-        }
+    // Another project's file is refused as such before its type or readability
+    // is reported; the gate sees the root the open resolved, so the path is
+    // resolved once for both.
+    let same_root = |resolved_root: &Path| {
+        if resolved_root == root { Ok(()) } else { Err(cross_project_refusal(root, raw)) }
+    };
+    let opened = ctx.policy.open_existing_file_gated(&full, same_root).map_err(|r| match r.reason {
+        "not_a_file" => failed(&format!("{raw} is not a regular file"), json!({"path": raw})),
+        "read_failed" => failed(&r.message, json!({"path": raw})),
+        _ => refusal(r),
     })?;
-    if opened.resolved.root != root {
-        return Err(cross_project(root, raw));
-    }
     Ok((opened.resolved, opened.file))
 }
 
@@ -269,7 +267,11 @@ fn refusal(r: Refusal) -> ToolOutput {
 }
 
 fn cross_project(root: &Path, raw: &str) -> ToolOutput {
-    ToolOutput::refusal(
+    cross_project_refusal(root, raw).into()
+}
+
+fn cross_project_refusal(root: &Path, raw: &str) -> Refusal {
+    Refusal::new(
         "cross_project_patch_denied",
         format!("{raw} is outside the project {}; one patch changes one project", root.display()),
         json!({"path": raw, "root": root.display().to_string()}),
