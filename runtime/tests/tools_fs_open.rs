@@ -1,5 +1,6 @@
 //! How `herdr_fs_read` and `herdr_fs_image` open files: through symlinks inside the
-//! root, never through links out of it or to secrets, and never waiting on a FIFO.
+//! root, never through links out of it or to secrets, and never waiting on a FIFO
+//! (nor does any other file tool).
 
 mod tools_support;
 
@@ -69,4 +70,42 @@ fn a_fifo_inside_the_root_is_refused_promptly() {
         let r = rx.recv_timeout(Duration::from_secs(10)).expect("a FIFO read hung");
         assert_reason(&r, "not_a_file");
     }
+}
+
+/// Every other tool that may meet a file answers about a FIFO without a writer at
+/// once: refused by its type, or passed over. Each expected member must match.
+#[test]
+fn no_file_tool_waits_on_a_fifo() {
+    let repo = Repo::with_files(&[("a.txt", "needle\n")]);
+    nix::unistd::mkfifo(&repo.path("pipe.txt"), nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let root = repo.p("");
+    let patch = |body: &str| json!({"root": root, "patch": format!("*** Begin Patch\n{body}*** End Patch\n")});
+    let cases = vec![
+        ("herdr_fs_edit", json!({"path": "pipe.txt", "old_string": "a", "new_string": "b"}), json!({"reason": "not_a_file"})),
+        ("herdr_fs_grep", json!({"root": root, "pattern": "needle"}), json!({"ok": true, "count": 1})),
+        ("herdr_fs_grep", json!({"root": "pipe.txt", "pattern": "needle"}), json!({"reason": "not_a_directory"})),
+        ("herdr_fs_list", json!({"path": root}), json!({"ok": true, "count": 2})),
+        ("herdr_fs_write", json!({"path": "pipe.txt", "content": "x", "overwrite": true}), json!({"reason": "invalid_target"})),
+        ("herdr_fs_patch", patch("*** Update File: pipe.txt\n-a\n+b\n"), json!({"code": "PATCH_FAILED", "path": "pipe.txt"})),
+        ("herdr_fs_patch", patch("*** Delete File: pipe.txt\n"), json!({"code": "PATCH_FAILED", "path": "pipe.txt"})),
+        ("herdr_fs_patch", patch("*** Add File: pipe.txt\n+b\n"), json!({"reason": "invalid_target"})),
+        ("herdr_fs_patch", patch("*** Update File: a.txt\n*** Move to: pipe.txt\n-needle\n+n\n"), json!({"reason": "invalid_target"})),
+        ("herdr_git", json!({"root": root, "action": "status"}), json!({"ok": true})),
+        ("herdr_git", json!({"root": root, "action": "diff", "path": "pipe.txt"}), json!({"ok": true, "output": ""})),
+    ];
+    let ctx = repo.ctx();
+    let (tx, rx) = mpsc::channel::<Value>();
+    let calls: Vec<_> = cases.iter().map(|(tool, args, _)| (*tool, args.clone())).collect();
+    std::thread::spawn(move || {
+        for (tool, args) in calls {
+            tx.send(call(&ctx, tool, args)).unwrap();
+        }
+    });
+    for (tool, args, expected) in &cases {
+        let r = rx.recv_timeout(Duration::from_secs(10)).unwrap_or_else(|_| panic!("{tool} {args} hung on a FIFO"));
+        for (key, want) in expected.as_object().unwrap() {
+            assert_eq!(&r[key], want, "{tool} {args}: {key} in {r}");
+        }
+    }
+    assert_eq!(repo.read("a.txt"), b"needle\n");
 }

@@ -2,6 +2,7 @@
 
 use std::fs;
 use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -100,12 +101,12 @@ fn search(ctx: &ToolContext, args: &Map<String, Value>, time_limit: Duration) ->
         if glob.as_ref().is_some_and(|g| !g.is_match(&file.file_name().unwrap_or_default().to_string_lossy())) {
             continue;
         }
-        let Ok(meta) = fs::metadata(&file) else { continue };
-        if meta.len() > max_bytes {
+        let Some((handle, len)) = open_regular(&file) else { continue };
+        if len > max_bytes {
             truncated = true;
             continue;
         }
-        let Some(bytes) = read_capped(&file, max_bytes) else { continue };
+        let Some(bytes) = read_capped(handle, max_bytes) else { continue };
         if bytes[..bytes.len().min(8192)].contains(&0) {
             continue; // binary
         }
@@ -158,10 +159,22 @@ fn files(dir: &Path, root: &Path) -> impl Iterator<Item = PathBuf> {
         .map(ignore::DirEntry::into_path)
 }
 
+/// Opens a file the walk found, with its size, if it is still a regular file when
+/// opened. The walk saw its type a moment earlier; what is there now may differ.
+/// A symlink is not followed (so nothing outside the root is read), and the open
+/// is non-blocking, so a FIFO put in its place is refused by its type instead of
+/// waiting for a writer.
+fn open_regular(path: &Path) -> Option<(fs::File, u64)> {
+    let flags = libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY;
+    let file = fs::OpenOptions::new().read(true).custom_flags(flags).open(path).ok()?;
+    let meta = file.metadata().ok()?;
+    meta.is_file().then(|| (file, meta.len()))
+}
+
 /// Reads at most `cap` bytes (the file may have grown since it was measured).
-fn read_capped(path: &Path, cap: u64) -> Option<Vec<u8>> {
+fn read_capped(file: fs::File, cap: u64) -> Option<Vec<u8>> {
     let mut bytes = Vec::new();
-    fs::File::open(path).ok()?.take(cap).read_to_end(&mut bytes).ok()?;
+    file.take(cap).read_to_end(&mut bytes).ok()?;
     Some(bytes)
 }
 
@@ -204,6 +217,28 @@ mod tests {
         let full = search(&ctx, args, TIME_LIMIT).payload;
         assert_eq!((full["count"].as_u64(), full["truncated"].as_bool()), (Some(2), Some(false)), "{full}");
         assert!(full.get("time_limited").is_none(), "{full}");
+    }
+
+    /// What the walk saw as a file may be something else by the time it is read:
+    /// a FIFO is skipped at once (a blocking open would wait for a writer for
+    /// good), a symlink is not followed, a regular file is opened with its size.
+    #[test]
+    fn only_a_regular_file_is_opened_and_nothing_waits() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("o.txt"), "needle\n").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("o.txt"), dir.path().join("link.txt")).unwrap();
+        nix::unistd::mkfifo(&dir.path().join("pipe.txt"), nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        std::fs::write(dir.path().join("a.txt"), "needle\n").unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let paths = ["pipe.txt", "link.txt", "a.txt"].map(|n| dir.path().join(n));
+        std::thread::spawn(move || {
+            for path in paths {
+                tx.send(open_regular(&path).map(|(_, len)| len)).unwrap();
+            }
+        });
+        let next = || rx.recv_timeout(Duration::from_secs(10)).expect("opening a FIFO hung");
+        assert_eq!((next(), next(), next()), (None, None, Some(7)));
     }
 
     #[test]

@@ -18,8 +18,15 @@ pub const MAX_BYTES_LIMIT: u64 = 262_144;
 /// Files up to this size are read on the async worker that received the call. Such a
 /// read is a few page-cache copies, far cheaper than the two thread wake-ups of a
 /// trip through the blocking pool, which dominate a small read on a busy machine.
-/// Bigger files (the line count needs a pass over the whole file) go to the pool.
+/// Bigger files (the line count needs a pass over the whole file) go to the pool,
+/// and so do files that report a size of 0: pseudo-files (procfs, sysfs) report 0
+/// whatever they hold, and producing their text can take the kernel a while.
 pub const INLINE_READ_MAX_BYTES: u64 = 262_144;
+/// Most bytes read from a file that reports a size of 0. Its size bounds nothing,
+/// and a file that never ends (or one appended to faster than it is read) would
+/// otherwise hold the call and a pool thread for good. The largest pseudo-files
+/// one may want to read (`/proc/kallsyms`, some MiB) stay well below.
+pub const UNSIZED_READ_MAX_BYTES: u64 = 64 << 20;
 /// Read size for files read in chunks: big enough that a large file takes few
 /// system calls, small enough to hold beside the window on a pool thread.
 const CHUNK_BYTES: usize = 65_536;
@@ -55,10 +62,10 @@ fn schema() -> Value {
     )
 }
 
-/// Whether a file of `len` bytes is read on the async worker (see
+/// Whether a file that reports `len` bytes is read on the async worker (see
 /// [`INLINE_READ_MAX_BYTES`]).
 pub fn reads_inline(len: u64) -> bool {
-    len <= INLINE_READ_MAX_BYTES
+    len > 0 && len <= INLINE_READ_MAX_BYTES
 }
 
 fn run(ctx: Arc<ToolContext>, args: Map<String, Value>) -> BoxFuture<ToolOutput> {
@@ -140,10 +147,11 @@ impl Read {
 }
 
 /// The window of a file and the size to report for it.
+#[derive(Debug)]
 struct FileWindow {
     window: Window,
     /// The bytes read, which is the size the descriptor reported unless the file
-    /// shrank in between; 0 for a file that reports 0 (see [`read_limit`]).
+    /// shrank in between; 0 for a file that reports 0 (see [`UNSIZED_READ_MAX_BYTES`]).
     size: u64,
 }
 
@@ -151,12 +159,31 @@ struct FileWindow {
 /// known small size is read whole, in one call when it is not changing; any
 /// other is read in chunks, keeping only the window.
 fn read_file_window(file: File, len: u64, start: u64, end: u64, budget: usize) -> std::io::Result<FileWindow> {
-    let (window, read) = if len > 0 && reads_inline(len) {
+    if len == 0 {
+        return read_unsized_window(file, UNSIZED_READ_MAX_BYTES, start, end, budget);
+    }
+    // Stopping at the reported size saves the read that would only find the end,
+    // and keeps the lines consistent with the `bytes` reported.
+    let (window, read) = if reads_inline(len) {
         read_whole(file, len, start, end, budget)?
     } else {
-        read_in_chunks(file, read_limit(len), start, end, budget)?
+        read_in_chunks(file, len, start, end, budget)?
     };
-    Ok(FileWindow { window, size: if len == 0 { 0 } else { read } })
+    Ok(FileWindow { window, size: read })
+}
+
+/// The window of a file that reports a size of 0, which must end within `max`
+/// bytes. The file was opened non-blocking, so a pseudo-file with nothing to
+/// give yet fails the read (`EAGAIN`) instead of waiting.
+fn read_unsized_window(file: File, max: u64, start: u64, end: u64, budget: usize) -> std::io::Result<FileWindow> {
+    // One byte past the limit tells a file of exactly `max` bytes from a longer one.
+    let (window, read) = read_in_chunks(file, max.saturating_add(1), start, end, budget)?;
+    if read > max {
+        return Err(std::io::Error::other(format!(
+            "it reports a size of 0 but holds more than {max} bytes, the most read from such a file"
+        )));
+    }
+    Ok(FileWindow { window, size: 0 })
 }
 
 /// At most `len` bytes of `file` into a buffer of exactly that size. Bytes
@@ -188,14 +215,6 @@ fn read_in_chunks(mut file: File, limit: u64, start: u64, end: u64, budget: usiz
     Ok((scanner.finish(), read))
 }
 
-/// How many bytes to read of a file whose descriptor reported `len`. Stopping at
-/// the reported size saves the read that would only find the end (and keeps the
-/// lines consistent with the `bytes` reported). Pseudo-files such as those of
-/// procfs report 0 whatever they hold, so a 0 bounds nothing.
-fn read_limit(len: u64) -> u64 {
-    if len == 0 { u64::MAX } else { len }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,7 +243,8 @@ mod tests {
 
     #[test]
     fn inline_reads_stop_at_their_size_limit() {
-        assert!(reads_inline(0));
+        assert!(!reads_inline(0), "a size of 0 bounds nothing; such files go to the pool");
+        assert!(reads_inline(1));
         assert!(reads_inline(INLINE_READ_MAX_BYTES));
         assert!(!reads_inline(INLINE_READ_MAX_BYTES + 1));
     }
@@ -334,6 +354,35 @@ mod tests {
             assert_eq!(got.window, select(&text, start, end, budget).into_window(text.clone()), "{start}..={end} in {budget}");
             assert_eq!(got.size, 0);
         }
+    }
+
+    /// A pseudo-file is read up to the limit for files that report 0, and
+    /// refused one byte past it, without its text. The limit itself is checked
+    /// at a small value, with a real pseudo-file of known length.
+    #[test]
+    fn a_pseudo_file_longer_than_the_unsized_limit_is_refused() {
+        let text = std::fs::read("/proc/filesystems").unwrap();
+        let open = || std::fs::File::open("/proc/filesystems").unwrap();
+        let len = text.len() as u64;
+        let at_limit = read_unsized_window(open(), len, 1, u64::MAX, 1 << 20).unwrap();
+        assert_eq!(at_limit.window, select(&text, 1, u64::MAX, 1 << 20).into_window(text.clone()));
+        let err = read_unsized_window(open(), len - 1, 1, u64::MAX, 1 << 20).unwrap_err();
+        assert!(err.to_string().contains(&format!("holds more than {} bytes", len - 1)), "{err}");
+    }
+
+    /// Through the registry, a pseudo-file is read on the blocking pool and gives
+    /// its text.
+    #[tokio::test]
+    async fn a_pseudo_file_is_read_through_the_registry() {
+        let ctx = Arc::new(ToolContext::new(
+            crate::runtime_info::RuntimeInfo::new(),
+            crate::policy::Policy::for_tests(vec![std::path::PathBuf::from("/proc/self")]),
+        ));
+        let registry = super::super::ToolRegistry::from_specs(vec![spec()]);
+        let out = registry.call(&ctx, "herdr_fs_read", Some(json!({"path": "status", "end_line": 1}))).await;
+        assert_eq!(out.payload["ok"], true, "{}", out.payload);
+        assert!(out.payload["content"].as_str().unwrap().starts_with("Name:"), "{}", out.payload);
+        assert_eq!(out.payload["bytes"], 0, "the size the file reports");
     }
 
     /// A file that shrank after its size was taken gives the lines it still holds,
