@@ -4,6 +4,7 @@
 //! HTTP status and `code`. All cases run; failures are reported together. The
 //! last two tests run the real `connector` command on a computer that is not
 //! enrolled: with no edge state (a clear error) and on the edge host (its state).
+//! `revoke-client` cases sit here too: it is one more `/connectors/*` route.
 
 mod edge_support;
 #[path = "edge_support/corpus.rs"]
@@ -13,7 +14,9 @@ mod procs;
 
 use corpus::{Case, Outcome, case};
 use edge_support::*;
+use herdr_mcp::edge::connectors;
 use herdr_mcp::edge::connectors_http::MAX_REQUEST_ID_CHARS;
+use herdr_mcp::edge::connectors_revoke_client::MAX_CLIENT_ID_CHARS;
 use herdr_mcp::edge::devices::Enrolled;
 use herdr_mcp::edge::devices_http::MAX_BODY_BYTES;
 use reqwest::Method;
@@ -34,6 +37,15 @@ fn who(d: &Enrolled) -> Option<(&str, &str)> {
 /// `POST path` with `body` as the enrolled device `d`.
 async fn as_device(e: &InProc, d: &Enrolled, path: &str, body: Value) -> Resp {
     e.device_call(Method::POST, path, who(d), Some(body)).await
+}
+
+async fn revoke_client(e: &InProc, d: &Enrolled, client_id: &str) -> Resp {
+    as_device(e, d, "/connectors/revoke-client", json!({"client_id": client_id, "confirm": true})).await
+}
+
+/// Status and JSON-RPC error code of a refused `/mcp` call.
+fn mcp_error(r: Resp) -> Outcome {
+    (r.status, r.json().pointer("/error/code").and_then(Value::as_i64).map(|c| c.to_string()).unwrap_or_default())
 }
 
 async fn approve(e: &InProc, d: &Enrolled, p: &Pending, code: &str) -> Resp {
@@ -110,8 +122,7 @@ fn cases() -> Vec<Case> {
             let (_, t, conn) = e.tokens().await;
             let r = as_device(&e, &d, "/connectors/revoke", json!({"connector_id": conn, "confirm": true})).await;
             assert_eq!((r.status, r.json()["deleted_tokens"].as_i64()), (200, Some(2)), "{}", r.body);
-            let m = e.http.mcp(&t.access, "tools/list", json!({})).await;
-            (m.status, m.json().pointer("/error/code").and_then(Value::as_i64).map(|c| c.to_string()).unwrap_or_default())
+            mcp_error(e.http.mcp(&t.access, "tools/list", json!({})).await)
         }),
         case!("cancel a pending request, then it is gone", 404, "not_found", |e| {
             let (d, p) = setup(&e).await;
@@ -287,6 +298,120 @@ fn cases() -> Vec<Case> {
             let body = json!({"connector_id": conn, "confirm": true});
             assert_eq!(as_device(&e, &d, "/connectors/revoke", body.clone()).await.status, 200);
             outcome(as_device(&e, &d, "/connectors/revoke", body).await)
+        }),
+        // ---- revoke-client: every connector of one client, or a tombstone ----
+        case!("revoke-client: both connectors of the client die on the next request", 401, "-32000", |e| {
+            let d = e.enroll("laptop");
+            let (c, [(t1, conn1), (t2, conn2)]) = e.client_with_two_connectors().await;
+            for t in [&t1, &t2] {
+                assert_eq!(e.http.mcp(&t.access, "tools/list", json!({})).await.status, 200, "live before the revocation");
+            }
+            let r = revoke_client(&e, &d, &c.id).await;
+            let v = r.json();
+            assert_eq!(r.status, 200, "{}", r.body);
+            assert_eq!(v["revoked_connectors"], json!([conn1, conn2]), "{v}");
+            assert_eq!((v["client_id"].as_str(), v["deleted_tokens"].as_i64(), v["legacy_tombstone_created"].as_bool()), (Some(c.id.as_str()), Some(4), Some(false)), "{v}");
+            for row in connectors::list(&e.store).unwrap() {
+                // Revoked exactly as `connector revoke` does it: generation bumped, by whom.
+                assert_eq!((row.status.as_str(), row.grant_generation, row.revoked_by.as_deref()), ("revoked", 2, Some(d.device.device_id.as_str())), "{row:?}");
+                assert_eq!((row.active_access_tokens, row.active_refresh_tokens), (0, 0), "{row:?}");
+            }
+            assert_eq!(e.refresh(&c, &t1.refresh).await.oauth_error(), "invalid_grant");
+            assert_eq!(mcp_error(e.http.mcp(&t1.access, "tools/list", json!({})).await), (401, "-32000".into()));
+            mcp_error(e.http.mcp(&t2.access, "tools/list", json!({})).await)
+        }),
+        case!("revoke-client: the client is refused a new authorization", 302, "access_denied", |e| {
+            let d = e.enroll("laptop");
+            let (c, _, _) = e.tokens().await;
+            assert_eq!(revoke_client(&e, &d, &c.id).await.status, 200);
+            let (_, ch) = pkce();
+            let r = e.authorize(&c, &ch, "after-revoke-client").await;
+            assert_eq!(query_of(&r.header("location")).get("error_description").map(String::as_str), Some("client grant is revoked"), "{:?}", r.headers);
+            (r.status, r.oauth_error())
+        }),
+        case!("revoke-client of a client never approved: a tombstone refuses its authorize", 302, "access_denied", |e| {
+            let d = e.enroll("laptop");
+            let c = e.client().await;
+            let r = revoke_client(&e, &d, &c.id).await;
+            let v = r.json();
+            assert_eq!(r.status, 200, "{}", r.body);
+            assert_eq!((v["revoked_connectors"].clone(), v["deleted_tokens"].as_i64(), v["legacy_tombstone_created"].as_bool()), (json!([]), Some(0), Some(true)), "{v}");
+            let (_, ch) = pkce();
+            let r = e.authorize(&c, &ch, "tombstoned").await;
+            assert_eq!(query_of(&r.header("location")).get("error_description").map(String::as_str), Some("client grant is revoked"), "{:?}", r.headers);
+            (r.status, r.oauth_error())
+        }),
+        case!("revoke-client of a client never approved: /oauth/token refuses it", 400, "invalid_grant", |e| {
+            let d = e.enroll("laptop");
+            let c = e.client().await;
+            assert_eq!(revoke_client(&e, &d, &c.id).await.status, 200);
+            let (verifier, _) = pkce();
+            let r = e.redeem(&c, "any-code", &verifier).await;
+            assert_eq!(r.json()["error_description"], "client grant is revoked", "{}", r.body);
+            (r.status, r.oauth_error())
+        }),
+        case!("revoke-client rejects the client's pending request", 410, "rejected", |e| {
+            let (d, p) = setup(&e).await;
+            let client_id = as_device(&e, &d, "/connectors/inspect", json!({"request_id": p.request_id})).await.json()["client_id"].as_str().unwrap().to_string();
+            let r = revoke_client(&e, &d, &client_id).await;
+            assert_eq!((r.status, r.json()["rejected_requests"].as_i64()), (200, Some(1)), "{}", r.body);
+            assert_eq!(outcome(approve(&e, &d, &p, &p.code).await), (404, "not_found".into()), "a rejected request cannot be approved");
+            let polled = e.poll(&p).await;
+            (polled.status, polled.json()["code"].as_str().unwrap_or("").into())
+        }),
+        case!("revoke-client of an unknown client", 404, "not_found", |e| {
+            let d = e.enroll("laptop");
+            outcome(revoke_client(&e, &d, "dcr-0000000000000000").await)
+        }),
+        case!("revoke-client twice", 409, "already_revoked", |e| {
+            let d = e.enroll("laptop");
+            let (c, _, _) = e.tokens().await;
+            assert_eq!(revoke_client(&e, &d, &c.id).await.status, 200);
+            outcome(revoke_client(&e, &d, &c.id).await)
+        }),
+        case!("revoke-client without confirm", 400, "confirmation_required", |e| {
+            let d = e.enroll("laptop");
+            let (c, t, _) = e.tokens().await;
+            let r = outcome(as_device(&e, &d, "/connectors/revoke-client", json!({"client_id": c.id})).await);
+            assert_eq!(e.http.mcp(&t.access, "tools/list", json!({})).await.status, 200, "nothing was revoked");
+            r
+        }),
+        case!("revoke-client with confirm false", 400, "confirmation_required", |e| {
+            let d = e.enroll("laptop");
+            let (c, _, _) = e.tokens().await;
+            outcome(as_device(&e, &d, "/connectors/revoke-client", json!({"client_id": c.id, "confirm": false})).await)
+        }),
+        case!("revoke-client with a connector's OAuth bearer", 401, "device_auth_required", |e| {
+            let d = e.enroll("laptop");
+            let (c, t, _) = e.tokens().await;
+            let body = json!({"client_id": c.id, "confirm": true});
+            let r = outcome(e.device_call(Method::POST, "/connectors/revoke-client", Some((d.device.workstation_id.as_str(), t.access.as_str())), Some(body)).await);
+            assert_eq!(e.http.mcp(&t.access, "tools/list", json!({})).await.status, 200, "nothing was revoked");
+            r
+        }),
+        case!("revoke-client with no credential", 401, "device_auth_required", |e| {
+            let (c, _, _) = e.tokens().await;
+            outcome(e.device_call(Method::POST, "/connectors/revoke-client", None, Some(json!({"client_id": c.id, "confirm": true}))).await)
+        }),
+        case!("revoke-client with an empty client_id", 400, "invalid_params", |e| {
+            let d = e.enroll("laptop");
+            outcome(revoke_client(&e, &d, "").await)
+        }),
+        case!("revoke-client with a client_id with a space", 400, "invalid_params", |e| {
+            let d = e.enroll("laptop");
+            outcome(revoke_client(&e, &d, "dcr-00 00").await)
+        }),
+        case!("revoke-client with a client_id one character over the limit", 400, "invalid_params", |e| {
+            let d = e.enroll("laptop");
+            outcome(revoke_client(&e, &d, &"c".repeat(MAX_CLIENT_ID_CHARS + 1)).await)
+        }),
+        case!("revoke-client with a client_id at the limit is looked up", 404, "not_found", |e| {
+            let d = e.enroll("laptop");
+            outcome(revoke_client(&e, &d, &"c".repeat(MAX_CLIENT_ID_CHARS)).await)
+        }),
+        case!("revoke-client with an unknown field", 400, "invalid_params", |e| {
+            let d = e.enroll("laptop");
+            outcome(as_device(&e, &d, "/connectors/revoke-client", json!({"client_id": "dcr-0000000000000000", "confirm": true, "connector_id": "x"})).await)
         }),
     ]
 }

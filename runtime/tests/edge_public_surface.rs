@@ -59,6 +59,7 @@ async fn health_reports_the_contract_identities_of_info() {
     let h = health.json();
     assert_eq!((h["ok"].as_bool(), h["service"].as_str(), h["stage"].as_str()), (Some(true), Some("herdr-mcp-edge"), Some("link")));
     assert_eq!(h["edgeVersion"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(h["edgeEnv"], "production", "no --env given: {h}");
     assert_eq!(json!({"epoch": h["contractEpoch"], "hash": h["contractHash"]}), info["publicContract"]);
     assert_eq!(json!({"epoch": h["runtimeContractEpoch"], "hash": h["runtimeContractHash"]}), info["runtimeContract"]);
     let (_, (epoch, hash)) = herdr_mcp::edge::forward::local_runtime_contract();

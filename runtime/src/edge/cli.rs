@@ -104,6 +104,12 @@ pub struct EdgeServeArgs {
     /// The PEM private key of --tls-cert
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Name of this deployment, reported as `edgeEnv` by GET /health so monitors
+    /// can tell e.g. a staging edge from production: 1 to 32 characters of a-z,
+    /// 0-9, '_' or '-'
+    #[arg(long = "env", value_name = "NAME", env = "HERDR_EDGE_ENV", default_value = super::DEFAULT_ENV,
+          value_parser = super::parse_env_name)]
+    pub env: String,
     #[command(flatten)]
     pub state: StateDirArg,
 }
@@ -129,7 +135,7 @@ pub fn run_edge(cmd: EdgeCommand) -> anyhow::Result<()> {
 }
 
 fn serve(args: EdgeServeArgs) -> anyhow::Result<()> {
-    let config = EdgeConfig::new(&args.issuer).map_err(anyhow::Error::msg)?;
+    let config = EdgeConfig::new(&args.issuer).and_then(|c| c.with_env(&args.env)).map_err(anyhow::Error::msg)?;
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(super::tls::server_config(cert, key)?),
         _ => None,

@@ -301,7 +301,7 @@ pub struct Revoked {
     pub deleted_tokens: usize,
 }
 
-fn revoke_in(tx: &Transaction<'_>, connector_id: &str, by: &str, now: i64) -> Result<Revoked, RevokeError> {
+pub(super) fn revoke_in(tx: &Transaction<'_>, connector_id: &str, by: &str, now: i64) -> Result<Revoked, RevokeError> {
     let status: Option<String> =
         tx.query_row("SELECT status FROM connectors WHERE connector_id = ?1", [connector_id], |r| r.get(0)).optional()?;
     match status.as_deref() {

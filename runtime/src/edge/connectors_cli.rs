@@ -1,4 +1,5 @@
-//! `herdr-mcp connector approve|list|revoke|cancel`, from any enrolled computer.
+//! `herdr-mcp connector approve|list|revoke|revoke-client|cancel`, from any
+//! enrolled computer.
 //!
 //! Which edge the commands act on:
 //! 1. `--edge-dir` (or `$HERDR_MCP_EDGE_DIR`) given: that state directory, opened
@@ -20,10 +21,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::Context;
 use serde_json::{Value, json};
 
 use super::cli::{StateDirArg, open_store, whoami};
 use super::connectors::{self, ApprovalError, ApprovalInfo, ConnectorView};
+use super::connectors_revoke_client::revoke_client;
 use super::devices_cli::{DeviceFileArgs, call_answer, read_code_no_echo};
 use super::devices_local::{self, LocalDevice, LocalDeviceError};
 use super::store::{EdgeStore, StoreError};
@@ -69,6 +72,16 @@ pub enum ConnectorCommand {
         #[command(flatten)]
         edge: EdgeAccess,
     },
+    /// Revoke every connector of one OAuth client (its client_id as `list --json`
+    /// shows it) and refuse the client from then on, even one never approved.
+    RevokeClient {
+        client_id: String,
+        /// Required: revocation cannot be undone
+        #[arg(long)]
+        confirm: bool,
+        #[command(flatten)]
+        edge: EdgeAccess,
+    },
     /// Withdraw a pending (or approved but unused) connection request.
     Cancel {
         request_id: String,
@@ -88,6 +101,9 @@ trait ConnectorAdmin {
     fn list(&self) -> anyhow::Result<Vec<ConnectorView>>;
     /// The revocation receipt `{ok, connector_id, revoked_at_ms, deleted_tokens}`.
     fn revoke(&self, connector_id: &str) -> anyhow::Result<Value>;
+    /// The receipt `{ok, client_id, revoked_connectors, deleted_tokens, …,
+    /// legacy_tombstone_created}`.
+    fn revoke_client(&self, client_id: &str) -> anyhow::Result<Value>;
 }
 
 struct LocalEdge {
@@ -113,6 +129,9 @@ impl ConnectorAdmin for LocalEdge {
     }
     fn revoke(&self, connector_id: &str) -> anyhow::Result<Value> {
         Ok(serde_json::to_value(connectors::revoke(&self.store, connector_id, &self.who)?)?)
+    }
+    fn revoke_client(&self, client_id: &str) -> anyhow::Result<Value> {
+        Ok(serde_json::to_value(revoke_client(&self.store, client_id, &self.who)?)?)
     }
 }
 
@@ -183,6 +202,9 @@ impl ConnectorAdmin for RemoteEdge {
     fn revoke(&self, connector_id: &str) -> anyhow::Result<Value> {
         self.call("POST", "/connectors/revoke", Some(json!({"connector_id": connector_id, "confirm": true})), false)
     }
+    fn revoke_client(&self, client_id: &str) -> anyhow::Result<Value> {
+        self.call("POST", "/connectors/revoke-client", Some(json!({"client_id": client_id, "confirm": true})), false)
+    }
 }
 
 /// Picks the way to the edge (see the module docs for the order).
@@ -219,6 +241,14 @@ pub fn run_connector(cmd: ConnectorCommand) -> anyhow::Result<()> {
                 anyhow::bail!("revoking {connector_id} cannot be undone; run again with --confirm");
             }
             println!("{}", serde_json::to_string(&reach(&edge)?.revoke(&connector_id)?)?);
+            Ok(())
+        }
+        ConnectorCommand::RevokeClient { client_id, confirm, edge } => {
+            if !confirm {
+                anyhow::bail!("revoking every connector of client {client_id} cannot be undone; run again with --confirm");
+            }
+            let receipt = reach(&edge)?.revoke_client(&client_id).with_context(|| format!("cannot revoke client {client_id}"))?;
+            println!("{}", serde_json::to_string(&receipt)?);
             Ok(())
         }
         ConnectorCommand::Cancel { request_id, edge } => {

@@ -50,8 +50,8 @@ pub async fn info(State(s): State<Arc<EdgeState>>) -> Response {
     )
 }
 
-/// Spec §2's flat health shape: the same identities as `/info`, plus the edge's
-/// clock so a monitor sees skew.
+/// Spec §2's flat health shape: the same identities as `/info`, plus the
+/// deployment name (`--env`) and the edge's clock so a monitor sees skew.
 pub async fn health(State(s): State<Arc<EdgeState>>) -> Response {
     let (public, runtime) = contracts(&s);
     let runtime = runtime.unwrap_or(Value::Null);
@@ -62,6 +62,7 @@ pub async fn health(State(s): State<Arc<EdgeState>>) -> Response {
             "service": SERVICE,
             "stage": STAGE,
             "edgeVersion": env!("CARGO_PKG_VERSION"),
+            "edgeEnv": s.config.env,
             "contractEpoch": public["epoch"],
             "contractHash": public["hash"],
             "runtimeContractEpoch": runtime["epoch"],

@@ -10,7 +10,9 @@
 //! - [`authorize`]: `/oauth/authorize` and the pending-approval records; [`approval_page`]: its HTML.
 //! - [`token`]: `/oauth/token`, codes and token rotation; bearer verification.
 //! - [`connectors`]: approve / list / revoke / cancel and the inactivity sweep;
-//!   [`connectors_http`]: the same over `/connectors/*` for enrolled devices;
+//!   [`connectors_revoke_client`]: every connector of one client at once, or a
+//!   tombstone for a client that has none; [`connectors_http`]: the same over
+//!   `/connectors/*` for enrolled devices;
 //!   [`connectors_cli`]: `herdr-mcp connector …`, local or over HTTP.
 //! - [`mcp`]: the stateless `/mcp` endpoint and the [`mcp::WorkstationRouter`] seam.
 //! - [`relay`]: Relay protocol v1 frames; [`link_hub`] (+ `_socket`, `_auth`, `_watch`): the
@@ -42,6 +44,7 @@ pub mod clock;
 pub mod connectors;
 pub mod connectors_cli;
 pub mod connectors_http;
+pub mod connectors_revoke_client;
 pub mod dcr;
 pub mod devices;
 pub mod devices_admin;
@@ -77,6 +80,24 @@ use store::EdgeStore;
 /// The only scope this server grants.
 pub const SCOPE: &str = "mcp";
 
+/// The deployment name `/health` reports as `edgeEnv` when none is chosen.
+pub const DEFAULT_ENV: &str = "production";
+/// Longest deployment name: enough for `staging-eu-west-2`, short enough for a
+/// monitor's label.
+pub const MAX_ENV_CHARS: usize = 32;
+
+/// Checks a deployment name (`--env`, `$HERDR_EDGE_ENV`): 1 to [`MAX_ENV_CHARS`]
+/// characters of a-z, 0-9, '_' or '-'. Monitors compare it as a label, so no
+/// case, spaces or punctuation that would make two spellings of one name.
+pub fn parse_env_name(name: &str) -> Result<String, String> {
+    let ok = (1..=MAX_ENV_CHARS).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+    if !ok {
+        return Err(format!("{name:?} is not a deployment name: use 1 to {MAX_ENV_CHARS} characters of a-z, 0-9, '_' or '-'"));
+    }
+    Ok(name.to_string())
+}
+
 /// Identity of this deployment.
 #[derive(Debug, Clone)]
 pub struct EdgeConfig {
@@ -84,6 +105,8 @@ pub struct EdgeConfig {
     pub issuer: String,
     /// `issuer + "/mcp"`: the protected resource and the audience of every token.
     pub resource: String,
+    /// Deployment name (`production`, `staging`, …), reported as `edgeEnv`.
+    pub env: String,
 }
 
 impl EdgeConfig {
@@ -101,7 +124,12 @@ impl EdgeConfig {
         if url.query().is_some() || url.fragment().is_some() || url.host_str().is_none() {
             return Err(format!("--issuer {issuer:?} must have a host and no query or fragment"));
         }
-        Ok(Self { issuer: issuer.to_string(), resource: format!("{issuer}/mcp") })
+        Ok(Self { issuer: issuer.to_string(), resource: format!("{issuer}/mcp"), env: DEFAULT_ENV.to_string() })
+    }
+
+    /// This config under the deployment name `env` (checked by [`parse_env_name`]).
+    pub fn with_env(self, env: &str) -> Result<Self, String> {
+        Ok(Self { env: parse_env_name(env)?, ..self })
     }
 
     /// RFC 8707 `resource` normalised: "", the issuer or the resource (each with or
@@ -139,5 +167,19 @@ mod tests {
         }
         assert!(EdgeConfig::new("http://edge.example").is_err());
         assert!(EdgeConfig::new("http://127.0.0.1:9").is_ok());
+    }
+
+    #[test]
+    fn deployment_names_are_short_lowercase_labels() {
+        assert_eq!(EdgeConfig::new("https://edge.example").unwrap().env, "production");
+        let at_limit = "a".repeat(MAX_ENV_CHARS);
+        for ok in ["staging", "dev_2", "eu-west-1", "0", at_limit.as_str()] {
+            assert_eq!(EdgeConfig::new("https://edge.example").unwrap().with_env(ok).unwrap().env, ok);
+        }
+        let over = "a".repeat(MAX_ENV_CHARS + 1);
+        for bad in ["", "Prod", "pre prod", "prod!", "prød", "a/b", over.as_str()] {
+            let e = parse_env_name(bad).unwrap_err();
+            assert!(e.contains("a-z, 0-9") && e.contains(&format!("{bad:?}")), "{bad:?}: {e}");
+        }
     }
 }

@@ -23,6 +23,7 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use serde_json::json;
 
 use super::authorize::AuthRequest;
+use super::connectors_revoke_client::client_grant_revoked;
 use super::http::{flat_params, internal_error, json_response, oauth_error, read_body};
 use super::secrets::{hash_opaque, pkce_s256_matches, random_b64, same};
 use super::store::EdgeStore;
@@ -37,6 +38,8 @@ pub const LAST_USED_THROTTLE_MS: i64 = 86_400 * 1000;
 
 const REFRESH_FAILED: &str = "unknown, expired or already-used refresh_token";
 const CODE_FAILED: &str = "unknown, expired or already-used authorization code";
+/// The words `/oauth/authorize` uses for the same refusal (spec §3).
+const GRANT_REVOKED: &str = "client grant is revoked";
 
 pub fn routes() -> Router<Arc<EdgeState>> {
     Router::new().route("/oauth/token", post(token)).route("/token", post(token)).route("/mcp/oauth/token", post(token))
@@ -164,6 +167,10 @@ fn redeem_code(tx: &Transaction<'_>, p: &HashMap<String, String>, client_id: &st
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)),
         )
         .optional()?;
+    // A fenced client is told so whatever it sends (spent code included).
+    if client_grant_revoked(tx, client_id)? {
+        return denied(GRANT_REVOKED);
+    }
     let Some((c_client, c_redirect, challenge, c_resource, connector_id, generation, expires)) = row else {
         return denied(CODE_FAILED);
     };

@@ -173,6 +173,25 @@ impl Http {
         let form = [("grant_type", "refresh_token"), ("client_id", &c.id), ("refresh_token", refresh), ("resource", &resource)];
         self.post_form("/oauth/token", &form).await
     }
+
+    /// Pending → `approve` → polled → redeemed: a token pair for `c`.
+    pub async fn tokens_for(&self, c: &TestClient, approve: impl FnOnce(&Pending) -> Result<(), String>) -> Tokens {
+        let (code, p) = self.code(c, approve).await;
+        let r = self.redeem(c, &code, &p.verifier).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        let v = r.json();
+        Tokens { access: v["access_token"].as_str().unwrap().into(), refresh: v["refresh_token"].as_str().unwrap().into() }
+    }
+}
+
+/// Drops `client_id`'s grant, so that its next authorization starts a new
+/// approval and a second connector while the first stays active. This edge's
+/// own flow keeps one connector per client (a granted client gets codes at
+/// once), but state carried over from an upstream edge may hold several, and
+/// `revoke-client` must cover them all.
+pub fn forget_grant(store: &EdgeStore, client_id: &str) {
+    let dropped = store.write(|tx| tx.execute("DELETE FROM grants WHERE client_id = ?1", [client_id])).unwrap();
+    assert_eq!(dropped, 1, "{client_id} had no grant to drop");
 }
 
 /// A verifier of 43+ unreserved characters and its S256 challenge.
@@ -340,12 +359,22 @@ impl InProc {
     /// A client with approved tokens.
     pub async fn tokens(&self) -> (TestClient, Tokens, String) {
         let c = self.client().await;
-        let (code, p) = self.code(&c).await;
-        let r = self.redeem(&c, &code, &p.verifier).await;
-        assert_eq!(r.status, 200, "{}", r.body);
-        let v = r.json();
+        let tokens = self.http.tokens_for(&c, |p| self.approve(p).map(|_| ()).map_err(|e| format!("{e:?}"))).await;
         let connector = connectors::list(&self.store).unwrap()[0].connector_id.clone();
-        (c, Tokens { access: v["access_token"].as_str().unwrap().into(), refresh: v["refresh_token"].as_str().unwrap().into() }, connector)
+        (c, tokens, connector)
+    }
+
+    /// A client holding two active connectors (see [`forget_grant`]), each with
+    /// its tokens: (client, [(tokens, connector id); 2]), oldest first.
+    pub async fn client_with_two_connectors(&self) -> (TestClient, [(Tokens, String); 2]) {
+        let (c, first, conn1) = self.tokens().await;
+        forget_grant(&self.store, &c.id);
+        // `connector list` is newest first by approval time: a later second.
+        self.clock.advance_ms(1);
+        let second = self.http.tokens_for(&c, |p| self.approve(p).map(|_| ()).map_err(|e| format!("{e:?}"))).await;
+        let conn2 = connectors::list(&self.store).unwrap()[0].connector_id.clone();
+        assert_ne!(conn1, conn2);
+        (c, [(first, conn1), (second, conn2)])
     }
 }
 

@@ -18,6 +18,7 @@ const SCRUBBED_ENV: &[&str] = &[
     "HERDR_MCP_EDGE_DIR",
     "HERDR_MCP_STATE_DIR",
     "HERDR_EDGE_ISSUER",
+    "HERDR_EDGE_ENV",
     "HERDR_EXTENSION_IPC_SOCKET",
     "HERDR_MCP_TOKEN",
     "HERDR_MCP_ROOTS",
@@ -107,6 +108,11 @@ pub struct EdgeProcess {
 
 impl EdgeProcess {
     pub fn start(home: &Path) -> EdgeProcess {
+        Self::start_with(home, |_| {})
+    }
+
+    /// [`Self::start`] with `configure` adding arguments or variables to `edge serve`.
+    pub fn start_with(home: &Path, configure: impl FnOnce(&mut Command)) -> EdgeProcess {
         let edge_dir = home.join("edge");
         let port = free_port();
         let base = format!("http://127.0.0.1:{port}");
@@ -122,6 +128,7 @@ impl EdgeProcess {
             .arg(&edge_dir)
             .arg("--addr-file")
             .arg(&addr_file);
+        configure(&mut serve);
         let proc = spawn_logged(&mut serve, &log);
         wait_until("the edge address file", || std::fs::read_to_string(&addr_file).ok());
         EdgeProcess { base, edge_dir, log, first_pairing, _proc: proc }
