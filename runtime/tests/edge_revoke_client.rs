@@ -100,6 +100,13 @@ async fn revoke_client_with_real_processes() {
     for t in [&t1, &t2] {
         assert_eq!(mcp_status(&http, &t.access).await, 200);
     }
+    // The operator finds the client id in `connector list`'s last column.
+    let table = connector(&home, &["list"], as_device).await;
+    let table = String::from_utf8_lossy(&table.stdout).to_string();
+    for id in &ids {
+        let row = table.lines().find(|l| l.starts_with(id.as_str())).unwrap_or_else(|| panic!("{id} not listed:\n{table}"));
+        assert_eq!(row.split_whitespace().next_back(), Some(c.id.as_str()), "{table}");
+    }
 
     // A connector's bearer cannot use the admin route, even against its own client.
     let r = http.post_json("/connectors/revoke-client", &json!({"client_id": c.id, "confirm": true}), Some(&t1.access)).await;

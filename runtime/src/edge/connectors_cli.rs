@@ -55,7 +55,7 @@ pub enum ConnectorCommand {
         #[command(flatten)]
         edge: EdgeAccess,
     },
-    /// List connectors (id, name, status, authorized at, last used).
+    /// List connectors (id, name, status, authorized at, last used, client).
     List {
         /// Print JSON instead of a table
         #[arg(long)]
@@ -72,8 +72,8 @@ pub enum ConnectorCommand {
         #[command(flatten)]
         edge: EdgeAccess,
     },
-    /// Revoke every connector of one OAuth client (its client_id as `list --json`
-    /// shows it) and refuse the client from then on, even one never approved.
+    /// Revoke every connector of one OAuth client (the CLIENT column of `list`)
+    /// and refuse the client from then on, even one never approved.
     RevokeClient {
         client_id: String,
         /// Required: revocation cannot be undone
@@ -340,19 +340,22 @@ fn list(json: bool, edge: &dyn ConnectorAdmin) -> anyhow::Result<()> {
         println!("no connectors");
         return Ok(());
     }
-    println!("{:<28} {:<24} {:<8} {:<30} {:<30}", "CONNECTOR", "NAME", "STATUS", "AUTHORIZED", "LAST USED");
+    // The client id comes last, unpadded: a CIMD one is a whole URL. It is what
+    // `revoke-client` takes.
+    println!("{:<28} {:<24} {:<8} {:<30} {:<30} CLIENT", "CONNECTOR", "NAME", "STATUS", "AUTHORIZED", "LAST USED");
     for r in rows {
         let status = match (&r.status[..], &r.revoked_by) {
             ("revoked", Some(by)) if by == connectors::INACTIVE_REASON => format!("revoked ({by})"),
             _ => r.status.clone(),
         };
         println!(
-            "{:<28} {:<24} {:<8} {:<30} {:<30}",
+            "{:<28} {:<24} {:<8} {:<30} {:<30} {}",
             r.connector_id,
             r.name,
             status,
             format_ms(Some(r.approved_at_ms)),
-            format_ms(r.last_used_at_ms)
+            format_ms(r.last_used_at_ms),
+            r.client_id
         );
     }
     Ok(())
