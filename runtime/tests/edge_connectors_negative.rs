@@ -355,9 +355,21 @@ fn cases() -> Vec<Case> {
             let client_id = as_device(&e, &d, "/connectors/inspect", json!({"request_id": p.request_id})).await.json()["client_id"].as_str().unwrap().to_string();
             let r = revoke_client(&e, &d, &client_id).await;
             assert_eq!((r.status, r.json()["rejected_requests"].as_i64()), (200, Some(1)), "{}", r.body);
-            assert_eq!(outcome(approve(&e, &d, &p, &p.code).await), (404, "not_found".into()), "a rejected request cannot be approved");
+            assert_eq!(outcome(approve(&e, &d, &p, &p.code).await), (410, "rejected".into()), "a rejected request cannot be approved");
+            assert_eq!(outcome(as_device(&e, &d, "/connectors/inspect", json!({"request_id": p.request_id})).await), (410, "rejected".into()));
             let polled = e.poll(&p).await;
             (polled.status, polled.json()["code"].as_str().unwrap_or("").into())
+        }),
+        case!("a rejected request is forgotten a day after it would have expired", 404, "not_found", |e| {
+            let (d, p) = setup(&e).await;
+            let client_id = as_device(&e, &d, "/connectors/inspect", json!({"request_id": p.request_id})).await.json()["client_id"].as_str().unwrap().to_string();
+            assert_eq!(revoke_client(&e, &d, &client_id).await.status, 200);
+            e.clock.advance_ms(10 * 60 * 1000 + 86_400_000 - 1);
+            connectors::sweep(&e.store).unwrap();
+            assert_eq!(outcome(as_device(&e, &d, "/connectors/inspect", json!({"request_id": p.request_id})).await), (410, "rejected".into()), "kept until then");
+            e.clock.advance_ms(1);
+            connectors::sweep(&e.store).unwrap();
+            outcome(as_device(&e, &d, "/connectors/inspect", json!({"request_id": p.request_id})).await)
         }),
         case!("revoke-client of an unknown client", 404, "not_found", |e| {
             let d = e.enroll("laptop");
@@ -367,6 +379,14 @@ fn cases() -> Vec<Case> {
             let d = e.enroll("laptop");
             let (c, _, _) = e.tokens().await;
             assert_eq!(revoke_client(&e, &d, &c.id).await.status, 200);
+            outcome(revoke_client(&e, &d, &c.id).await)
+        }),
+        case!("revoke-client after each connector was revoked one by one", 409, "already_revoked", |e| {
+            let d = e.enroll("laptop");
+            let (c, [(_, conn1), (_, conn2)]) = e.client_with_two_connectors().await;
+            for conn in [conn1, conn2] {
+                assert_eq!(as_device(&e, &d, "/connectors/revoke", json!({"connector_id": conn, "confirm": true})).await.status, 200);
+            }
             outcome(revoke_client(&e, &d, &c.id).await)
         }),
         case!("revoke-client without confirm", 400, "confirmation_required", |e| {

@@ -25,6 +25,7 @@ fn approval(r: Result<connectors::ApprovalInfo, ApprovalError>) -> Outcome {
                 ApprovalError::Locked => 423,
                 ApprovalError::Expired | ApprovalError::NotFound => 404,
                 ApprovalError::AlreadyUsed | ApprovalError::AlreadyApproved => 409,
+                ApprovalError::Rejected => 410,
                 ApprovalError::Db(_) => 500,
             };
             (status, e.code().to_string())

@@ -287,7 +287,7 @@ pub fn start_or_issue(s: &EdgeState, req: &AuthRequest) -> rusqlite::Result<Outc
 pub fn expire_approvals(tx: &Transaction<'_>, now_ms: i64) -> rusqlite::Result<()> {
     tx.execute("UPDATE approvals SET status = 'expired' WHERE status IN ('pending','locked') AND expires_at_ms <= ?1", [now_ms])?;
     tx.execute(
-        "DELETE FROM approvals WHERE status IN ('expired','approved') AND expires_at_ms <= ?1 - 86400000",
+        "DELETE FROM approvals WHERE status IN ('expired','approved','rejected') AND expires_at_ms <= ?1 - 86400000",
         [now_ms],
     )?;
     Ok(())

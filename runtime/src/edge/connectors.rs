@@ -34,6 +34,8 @@ pub enum ApprovalError {
     AlreadyApproved,
     #[error("already_used: tokens were already issued for this connector; revoke it instead")]
     AlreadyUsed,
+    #[error("rejected: the client of this request was revoked (revoke-client); it can no longer be approved")]
+    Rejected,
     #[error("edge database: {0}")]
     Db(String),
 }
@@ -54,6 +56,7 @@ impl ApprovalError {
             ApprovalError::InvalidCode { .. } => "invalid_code",
             ApprovalError::AlreadyApproved => "already_approved",
             ApprovalError::AlreadyUsed => "already_used",
+            ApprovalError::Rejected => "rejected",
             ApprovalError::Db(_) => "internal_error",
         }
     }
@@ -65,6 +68,8 @@ impl ApprovalError {
             ApprovalError::Locked => 423,
             ApprovalError::NotFound | ApprovalError::Expired => 404,
             ApprovalError::AlreadyApproved | ApprovalError::AlreadyUsed => 409,
+            // As the approval page's poll answers a rejected request.
+            ApprovalError::Rejected => 410,
             ApprovalError::Db(_) => 500,
         }
     }
@@ -131,6 +136,7 @@ fn check_pending(row: &ApprovalRow, now: i64) -> Result<(), ApprovalError> {
     match row.status.as_str() {
         "locked" => Err(ApprovalError::Locked),
         "approved" => Err(ApprovalError::AlreadyApproved),
+        "rejected" => Err(ApprovalError::Rejected),
         _ if row.info.expires_at_ms <= now || row.status == "expired" => Err(ApprovalError::Expired),
         "pending" => Ok(()),
         _ => Err(ApprovalError::NotFound),

@@ -148,6 +148,7 @@ fn approval_error(code: &str, answer: &Value) -> Option<ApprovalError> {
         "locked" => ApprovalError::Locked,
         "already_approved" => ApprovalError::AlreadyApproved,
         "already_used" => ApprovalError::AlreadyUsed,
+        "rejected" => ApprovalError::Rejected,
         "invalid_code" => ApprovalError::InvalidCode {
             remaining: answer.get("attempts_remaining").and_then(Value::as_i64).unwrap_or(0),
         },
@@ -369,7 +370,14 @@ mod tests {
     fn wire_codes_become_approval_errors() {
         let answer = json!({"ok": false, "code": "invalid_code", "attempts_remaining": 3});
         assert_eq!(approval_error("invalid_code", &answer), Some(ApprovalError::InvalidCode { remaining: 3 }));
-        for e in [ApprovalError::NotFound, ApprovalError::Expired, ApprovalError::Locked, ApprovalError::AlreadyApproved, ApprovalError::AlreadyUsed] {
+        for e in [
+            ApprovalError::NotFound,
+            ApprovalError::Expired,
+            ApprovalError::Locked,
+            ApprovalError::AlreadyApproved,
+            ApprovalError::AlreadyUsed,
+            ApprovalError::Rejected,
+        ] {
             assert_eq!(approval_error(e.code(), &json!({})), Some(e));
         }
         assert_eq!(approval_error("device_auth_required", &json!({})), None);

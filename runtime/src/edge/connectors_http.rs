@@ -2,7 +2,8 @@
 //! `herdr-mcp connector …` works on any enrolled computer, not only the edge host:
 //! - `POST /connectors/inspect {request_id}` → the pending request to review;
 //! - `POST /connectors/approve {request_id, code}` → approves it (403
-//!   `invalid_code` with `attempts_remaining`, 423 `locked`, 404 `expired`/`not_found`);
+//!   `invalid_code` with `attempts_remaining`, 423 `locked`, 404 `expired`/`not_found`,
+//!   410 `rejected` once `revoke-client` fenced its client);
 //! - `POST /connectors/cancel {request_id}` → withdraws it (409 `already_used`
 //!   once tokens were issued);
 //! - `GET /connectors` → the inventory; `POST /connectors/revoke {connector_id,
