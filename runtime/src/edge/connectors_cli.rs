@@ -75,6 +75,7 @@ pub enum ConnectorCommand {
     /// Revoke every connector of one OAuth client (the CLIENT column of `list`)
     /// and refuse the client from then on, even one never approved.
     RevokeClient {
+        /// The OAuth client: `dcr-…` for a registered one, or its metadata URL
         client_id: String,
         /// Required: revocation cannot be undone
         #[arg(long)]
