@@ -134,3 +134,22 @@ export async function bindingWorking(stack, convKey, panes = 1) {
     return view && view.binding.status === 'working' && view.binding.working_panes.length >= panes ? view : null;
   }, { timeoutMs: 15_000, what: `the binding of ${convKey} to be working (${panes} pane(s))` });
 }
+
+/// The runtime's own picture (not the extension's) of `pane`'s status.
+export async function runtimeStatus(stack, pane) {
+  const res = await socketRequest(stack.socket, { path: '/push/state', headers: { accept: 'application/json' } });
+  return JSON.parse(res.body).agents.find((a) => a.pane === pane)?.status ?? null;
+}
+
+/// A ChatGPT conversation bound (Auto on) to a new agent of its own workspace, which then
+/// starts working; returns the chat once the extension sees the binding working.
+export async function chatWithWorkingAgent(stack, sim, { workspace, label, pane, name }) {
+  await sim.addAgent({ workspace, label, pane, cwd: stack.project, status: 'idle', name });
+  const chat = await openChatGpt(stack);
+  await workspaceOffered(stack, chat, label);
+  await bindInPopup(stack, chat, label, { auto: true });
+  await streamConnected(stack);
+  await sim.setStatus(pane, 'working');
+  await bindingWorking(stack, chat.convKey);
+  return chat;
+}

@@ -8,7 +8,7 @@
 // followed through the DevTools `ServiceWorker` domain instead, and a marker left in the old
 // instance's memory proves the instance after the wake is a new one.
 
-import { EXTENSION_ID, until } from './harness.mjs';
+import { EXTENSION_ID, until, hostPids } from './harness.mjs';
 
 const SCRIPT_URL = `chrome-extension://${EXTENSION_ID}/sw.js`;
 const STATUS_TIMEOUT_MS = 15_000;
@@ -73,4 +73,14 @@ export function alive(pid) {
   } catch (error) {
     return error.code === 'EPERM';
   }
+}
+
+/// Stops the worker and waits until the native host it had started is gone (the push stream
+/// is really down, not just unobserved). Hand `watch` to `wakeServiceWorker`.
+export async function stopWorkerAndHost(stack) {
+  const hosts = hostPids(stack);
+  if (!hosts.length) throw new Error('no native host was running before the stop');
+  const watch = await stopServiceWorker(stack);
+  await until(() => hosts.every((pid) => !alive(pid)), { timeoutMs: 10_000, what: `the native host(s) ${hosts} to exit with the worker` });
+  return { hosts, watch };
 }

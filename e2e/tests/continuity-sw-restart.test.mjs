@@ -10,42 +10,13 @@
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startStack, stopStack, until, hostPids, socketRequest } from '../lib/harness.mjs';
+import { startStack, stopStack, until, hostPids } from '../lib/harness.mjs';
 import {
-  openChatGpt, openPopup, bindInPopup, streamConnected, waitForWakes, staysAt, continuityState, workspaceOffered, bindingWorking,
+  openPopup, streamConnected, waitForWakes, staysAt, continuityState, chatWithWorkingAgent, runtimeStatus, bindingWorking,
 } from '../lib/continuity.mjs';
-import { stopServiceWorker, wakeServiceWorker, alive } from '../lib/service-worker.mjs';
-
-/// Stops the worker and waits until the native host it had started is gone (the push stream
-/// is really down, not just unobserved).
-async function stopWorker(stack) {
-  const hosts = hostPids(stack);
-  assert.ok(hosts.length > 0, 'a native host was running');
-  const watch = await stopServiceWorker(stack);
-  await until(() => hosts.every((pid) => !alive(pid)), { timeoutMs: 10_000, what: `the native host(s) ${hosts} to exit with the worker` });
-  return { hosts, watch };
-}
-
-/// The runtime's own picture (not the extension's) of `pane`'s status.
-async function runtimeStatus(stack, pane) {
-  const res = await socketRequest(stack.socket, { path: '/push/state', headers: { accept: 'application/json' } });
-  return JSON.parse(res.body).agents.find((a) => a.pane === pane)?.status ?? null;
-}
+import { stopWorkerAndHost, wakeServiceWorker, alive } from '../lib/service-worker.mjs';
 
 const bindingOf = async (stack, convKey) => (await continuityState(stack)).bindings.find((v) => v.binding.conv_key === convKey) ?? null;
-
-/// A ChatGPT conversation bound (Auto on) to a new agent of its own workspace, which then
-/// starts working; returns the chat once the extension sees the binding working.
-async function chatWithWorkingAgent(stack, sim, { workspace, label, pane, name }) {
-  await sim.addAgent({ workspace, label, pane, cwd: stack.project, status: 'idle', name });
-  const chat = await openChatGpt(stack);
-  await workspaceOffered(stack, chat, label);
-  await bindInPopup(stack, chat, label, { auto: true });
-  await streamConnected(stack);
-  await sim.setStatus(pane, 'working');
-  await bindingWorking(stack, chat.convKey);
-  return chat;
-}
 
 describe('continuity: service-worker restart while an agent works', () => {
   let stack;
@@ -59,7 +30,7 @@ describe('continuity: service-worker restart while an agent works', () => {
   test('(a) the settle that happened while no worker ran wakes once after the popup wakes the worker', async () => {
     const chat = await chatWithWorkingAgent(stack, sim, { workspace: 'ws-a', label: 'sw-alpha', pane: 'ws-a-p1', name: 'claude-swa' });
 
-    const { hosts: oldHosts, watch } = await stopWorker(stack);
+    const { hosts: oldHosts, watch } = await stopWorkerAndHost(stack);
     await sim.setStatus('ws-a-p1', 'done', 'finished while the worker slept (marker-sa1)');
     // The settle is over on the workstation before anything of the extension runs again.
     await until(async () => (await runtimeStatus(stack, 'ws-a-p1')) === 'done', { what: 'the runtime to see the agent done' });
@@ -82,7 +53,7 @@ describe('continuity: service-worker restart while an agent works', () => {
   test('(b) a worker woken by the chat page while the agent works wakes once at the later settle', async () => {
     const chat = await chatWithWorkingAgent(stack, sim, { workspace: 'ws-b', label: 'sw-beta', pane: 'ws-b-p1', name: 'claude-swb' });
 
-    const { watch } = await stopWorker(stack);
+    const { watch } = await stopWorkerAndHost(stack);
     await wakeServiceWorker(stack, watch, async () => {
       await chat.page.reload();
       await chat.page.waitForFunction(() => document.documentElement.dataset.herdrContinuity === 'ready', null, { timeout: 15_000 });

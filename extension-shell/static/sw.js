@@ -11,7 +11,15 @@ const ready = init()
     throw error;
   });
 
+// The first event this worker instance received: which one made Chrome start it (diagnostics;
+// the e2e test of the keep-alive alarm checks that the alarm did).
+let wokenBy = null;
+const received = (event) => {
+  wokenBy ??= event;
+};
+
 chrome.runtime.onMessage.addListener((message, sender, sendResponse) => {
+  received('message');
   ready
     .then(() => shell.handle_message(message, sender))
     .then(sendResponse, (error) => sendResponse({ ok: false, error: 'service-worker-failed', detail: String(error) }));
@@ -19,17 +27,31 @@ chrome.runtime.onMessage.addListener((message, sender, sendResponse) => {
 });
 
 chrome.storage.onChanged.addListener((changes, area) => {
+  received('storage');
   if (area === 'local') ready.then(() => shell.on_storage_changed(changes));
 });
 
 // The keep-alive alarm reopens the push stream after the worker slept.
 chrome.alarms.onAlarm.addListener((alarm) => {
+  received(`alarm:${alarm.name}`);
   ready.then(() => shell.on_alarm(alarm.name));
 });
 
 // Waking on install/startup is enough: start() (run by `ready`) restores everything.
-chrome.runtime.onInstalled.addListener(() => ready);
-chrome.runtime.onStartup.addListener(() => ready);
+chrome.runtime.onInstalled.addListener(() => {
+  received('installed');
+  return ready;
+});
+chrome.runtime.onStartup.addListener(() => {
+  received('startup');
+  return ready;
+});
 
 // For the status page's diagnostics and the on-demand figures script (e2e/bench).
-globalThis.herdr = { ready, shell };
+globalThis.herdr = {
+  ready,
+  shell,
+  get wokenBy() {
+    return wokenBy;
+  },
+};

@@ -6,6 +6,17 @@
 //! The shell calls [`DeliveryGuard::begin`] before touching the page, decides what to do
 //! with a non-empty composer with [`composer_decision`], and reports the end with
 //! [`DeliveryGuard::finish`].
+//!
+//! # A worker stopped mid-delivery
+//!
+//! Chrome may stop the service worker at any moment. The guard is the write-ahead record
+//! that tells the next worker what the last one left undone, so the shell saves it
+//! together with the decision that produced a wake ([`DeliveryGuard::accept`]) and again,
+//! waiting for the write, between [`DeliveryGuard::begin`] and the first touch of the page.
+//! [`DeliveryGuard::recover_after_restart`] then sorts what it finds: a wake accepted but
+//! never begun certainly did not reach the page and is delivered again; a wake in flight
+//! may or may not have reached it, so it is reported as pending with
+//! [`WORKER_STOPPED`] (the user decides) and never resent on its own.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -22,6 +33,12 @@ pub const IN_FLIGHT_MAX_MS: u64 = 120_000;
 pub const MAX_PENDING_WAKES: usize = 20;
 /// How long an undelivered wake stays offered.
 pub const PENDING_MAX_AGE_MS: u64 = 24 * 60 * 60 * 1_000;
+/// Wakes accepted for delivery but not begun yet; older ones beyond this are parked.
+pub const MAX_ACCEPTED_WAKES: usize = 20;
+/// Code of a delivery a stopped service worker left unfinished (its fate is unknown).
+pub const WORKER_STOPPED: &str = "worker-stopped";
+/// Code of an accepted wake pushed out of the full accepted list (it never reached the page).
+pub const BACKLOG: &str = "backlog";
 
 /// Text compared for duplicates: zero-width spaces removed, white space collapsed.
 pub fn normalise(text: &str) -> String {
@@ -110,7 +127,7 @@ impl PendingReason {
             "wake-in-flight" => PendingReason::WakeInFlight,
             "generating" | "composer-busy" => PendingReason::Generating,
             "no_tab" | "no-tab" => PendingReason::NoTab,
-            "insert-failed" | "submit-failed" | "no-response" | "context-invalidated" | "abandoned" => {
+            "insert-failed" | "submit-failed" | "no-response" | "context-invalidated" | "abandoned" | WORKER_STOPPED => {
                 PendingReason::Uncertain(code.to_owned())
             }
             other => PendingReason::Failed(other.to_owned()),
@@ -154,6 +171,9 @@ pub struct DeliveryGuard {
     last_sent: BTreeMap<i64, Sent>,
     last_failed: BTreeMap<i64, String>,
     pending: Vec<PendingWake>,
+    /// Wakes decided and saved, whose delivery has not begun (oldest first).
+    #[serde(default)]
+    accepted: Vec<Wake>,
 }
 
 impl DeliveryGuard {
@@ -161,6 +181,8 @@ impl DeliveryGuard {
     /// (it is not lost); a duplicate is dropped.
     pub fn begin(&mut self, tab: i64, wake: &Wake, now_ms: u64) -> Result<(), Blocked> {
         self.expire(now_ms);
+        // From here on the wake is in flight, parked or dropped: no longer merely accepted.
+        self.forget_accepted(&wake.id);
         let text = normalise(&wake.text);
         if text.is_empty() {
             return Err(Blocked::EmptyTemplate);
@@ -210,8 +232,48 @@ impl DeliveryGuard {
         true
     }
 
+    /// Records a wake about to be delivered, to be saved with the decision that produced it:
+    /// if the worker stops before [`DeliveryGuard::begin`], the next one delivers it.
+    /// Beyond [`MAX_ACCEPTED_WAKES`] the oldest is parked as pending ([`BACKLOG`]).
+    pub fn accept(&mut self, wake: Wake, now_ms: u64) {
+        self.forget_accepted(&wake.id);
+        self.accepted.push(wake);
+        if self.accepted.len() > MAX_ACCEPTED_WAKES {
+            let oldest = self.accepted.remove(0);
+            self.park(oldest, PendingReason::Failed(BACKLOG.into()), now_ms);
+        }
+    }
+
+    /// The accepted wake `wake_id` will not be delivered (its binding is gone, Auto is off).
+    pub fn forget_accepted(&mut self, wake_id: &str) {
+        self.accepted.retain(|w| w.id != wake_id);
+    }
+
+    /// Wakes accepted and not begun yet, oldest first.
+    pub fn accepted(&self) -> &[Wake] {
+        &self.accepted
+    }
+
+    /// Call once when a new service worker has loaded the saved guard, before it delivers
+    /// anything. Deliveries the stopped worker left in flight become pending
+    /// ([`WORKER_STOPPED`], uncertain: the page may have taken the text, so only the user may
+    /// send it again) and free their tabs. Returns the accepted wakes that never began:
+    /// nothing of them reached a page, so delivering them now cannot double-send.
+    pub fn recover_after_restart(&mut self, now_ms: u64) -> Vec<Wake> {
+        for (tab, flight) in std::mem::take(&mut self.in_flight) {
+            self.last_failed.insert(tab, flight.wake.text.clone());
+            self.park(flight.wake, PendingReason::Uncertain(WORKER_STOPPED.into()), now_ms);
+        }
+        let pending = &self.pending;
+        let mut redo = std::mem::take(&mut self.accepted);
+        // A wake already waiting in the list is the user's to send.
+        redo.retain(|w| !pending.iter().any(|p| p.wake.id == w.id));
+        redo
+    }
+
     /// Keeps an undelivered wake for the popup (replacing an older entry of the same wake).
     pub fn park(&mut self, wake: Wake, reason: PendingReason, now_ms: u64) {
+        self.forget_accepted(&wake.id);
         self.pending.retain(|p| p.wake.id != wake.id);
         self.pending.push(PendingWake { wake, reason, since_ms: now_ms });
         self.expire(now_ms);
@@ -388,8 +450,83 @@ mod tests {
         for code in ["user-typing", "wake-in-flight", "generating", "composer-busy", "no_tab"] {
             assert!(PendingReason::from_code(code).nothing_reached_the_page(), "{code}");
         }
-        for code in ["insert-failed", "submit-failed", "no-response", "context-invalidated", "weird"] {
+        assert_eq!(PendingReason::from_code(WORKER_STOPPED), PendingReason::Uncertain(WORKER_STOPPED.into()));
+        for code in ["insert-failed", "submit-failed", "no-response", "context-invalidated", WORKER_STOPPED, "weird"] {
             assert!(!PendingReason::from_code(code).nothing_reached_the_page(), "{code}");
         }
+    }
+
+    /// The guard as the next worker reads it from storage.
+    fn reloaded(g: &DeliveryGuard) -> DeliveryGuard {
+        serde_json::from_value(serde_json::to_value(g).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_delivery_left_in_flight_by_a_stopped_worker_is_reported_never_resent() {
+        let mut g = DeliveryGuard::default();
+        g.accept(wake("a", TEXT), 0);
+        g.begin(1, &wake("a", TEXT), 1).unwrap();
+        // The worker stops here, after the page may have taken the text.
+        let mut next = reloaded(&g);
+        assert!(next.recover_after_restart(50).is_empty(), "nothing to deliver again");
+        let pending = next.pending(50);
+        assert_eq!(pending.len(), 1);
+        assert_eq!(pending[0].wake.id, "a");
+        assert_eq!(pending[0].reason, PendingReason::Uncertain(WORKER_STOPPED.into()));
+        assert!(next.in_flight(1).is_none(), "the tab is free at once, not after IN_FLIGHT_MAX_MS");
+        assert!(next.next_retry("k", 60).is_none(), "a free composer does not resend it");
+        assert_eq!(next.last_failed(1), Some(TEXT), "a copy left in the composer may be replaced");
+        assert!(!next.finish(1, "a", DeliveryOutcome::Delivered, 70), "the old worker's report cannot land");
+        assert!(next.recover_after_restart(80).is_empty(), "recovering twice changes nothing");
+        assert_eq!(next.pending(80).len(), 1);
+        assert_eq!(next.take_pending("a", 90).map(|w| w.id), Some("a".into()), "the user may send it");
+    }
+
+    #[test]
+    fn an_accepted_wake_that_never_began_is_delivered_by_the_next_worker() {
+        let mut g = DeliveryGuard::default();
+        g.accept(wake("a", TEXT), 0);
+        g.accept(wake("b", "[Herdr update] b"), 0);
+        g.begin(1, &wake("b", "[Herdr update] b"), 1).unwrap();
+        let mut next = reloaded(&g);
+        let redo: Vec<String> = next.recover_after_restart(5).into_iter().map(|w| w.id).collect();
+        assert_eq!(redo, ["a"], "only the one that never touched a page");
+        assert!(next.accepted().is_empty());
+        assert!(next.recover_after_restart(6).is_empty(), "handed out once");
+        assert_eq!(next.pending(6).iter().map(|p| p.wake.id.as_str()).collect::<Vec<_>>(), ["b"]);
+    }
+
+    #[test]
+    fn accepted_wakes_leave_the_list_when_begun_parked_or_forgotten() {
+        let mut g = DeliveryGuard::default();
+        for id in ["a", "b", "c", "d"] {
+            g.accept(wake(id, &format!("[Herdr update] {id}")), 0);
+        }
+        g.accept(wake("a", "[Herdr update] a"), 0);
+        assert_eq!(g.accepted().len(), 4, "accepting again replaces");
+        g.begin(1, &wake("a", "[Herdr update] a"), 1).unwrap();
+        g.begin(1, &wake("b", "[Herdr update] b"), 1).unwrap_err();
+        g.park(wake("c", "[Herdr update] c"), PendingReason::NoTab, 1);
+        g.forget_accepted("d");
+        assert!(g.accepted().is_empty());
+        let old = DeliveryGuard::default();
+        let stored_before = serde_json::json!({ "in_flight": {}, "last_sent": {}, "last_failed": {}, "pending": [] });
+        assert_eq!(serde_json::from_value::<DeliveryGuard>(stored_before).unwrap(), old, "a guard saved before this field loads");
+    }
+
+    #[test]
+    fn the_accepted_list_is_bounded_and_its_overflow_is_parked_not_lost() {
+        let mut g = DeliveryGuard::default();
+        for i in 0..MAX_ACCEPTED_WAKES {
+            g.accept(wake(&format!("w{i}"), TEXT), 0);
+        }
+        assert_eq!(g.accepted().len(), MAX_ACCEPTED_WAKES);
+        assert!(g.pending(1).is_empty(), "at the limit nothing is pushed out");
+        g.accept(wake("last", TEXT), 1);
+        assert_eq!(g.accepted().len(), MAX_ACCEPTED_WAKES);
+        assert_eq!(g.accepted()[0].id, "w1");
+        let pending = g.pending(2);
+        assert_eq!(pending.len(), 1);
+        assert_eq!((pending[0].wake.id.as_str(), &pending[0].reason), ("w0", &PendingReason::Failed(BACKLOG.into())));
     }
 }

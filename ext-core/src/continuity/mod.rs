@@ -38,7 +38,11 @@
 //!   tab, same text within 8 s dropped), [`delivery_guard::composer_decision`] (insert /
 //!   submit only / replace our own wake / `user-typing`), `finish(tab, wake_id, outcome,
 //!   now)`, and the pending list for the popup (`pending`, `take_pending` = "send now",
-//!   `next_retry` only for wakes that certainly never reached the page).
+//!   `next_retry` only for wakes that certainly never reached the page), and the
+//!   write-ahead record a restarted service worker recovers (`accept`,
+//!   `recover_after_restart`: redeliver what never began, report what was in flight).
+//! - [`keepalive`]: the `h2w-keepalive` alarm's period (one minute; shorter only for an
+//!   unpacked install that asks for it, e.g. the e2e tests).
 //! - [`handoff`]: [`Transfers`] / [`Transfer`] — `start` (refuses `binding_required`,
 //!   `workspace_busy`, `handoff_active`), `packet_request`, `on_source_reply` (packet
 //!   between `<<<HERDR_HANDOFF_V1 id=…>>>` and `<<<END_HERDR_HANDOFF_V1>>>`, ≤ 24 000
@@ -59,6 +63,7 @@ pub mod bindings;
 pub mod delivery_guard;
 pub mod fleet;
 pub mod handoff;
+pub mod keepalive;
 pub mod progress;
 pub mod push_event;
 pub mod render;

@@ -63,28 +63,39 @@ thread_local! {
 }
 
 /// Restores the stored state and opens the push stream (worker start, alarm, reload).
+/// What the previous worker left of its deliveries is settled first (ext-core's
+/// `recover_after_restart`): in flight → reported as uncertain, never begun → delivered now.
 pub fn start() {
-    STATE.with(|s| {
+    let redo = STATE.with(|s| {
         let mut s = s.borrow_mut();
         s.core = store::get(CONTINUITY_KEY).and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default();
         s.guard = store::get(GUARD_KEY).and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default();
         if let Err(e) = s.core.set_settings(settings()) {
             io::log("warn", &format!("continuity settings ignored: {e}"));
         }
+        s.guard.recover_after_restart(io::now())
     });
-    cio::alarm_create(stream::KEEPALIVE_ALARM, 1.0);
+    persist();
+    for wake in redo {
+        io::log("info", &format!("wake {} was decided but not begun before the worker stopped; delivering it now", wake.id));
+        wasm_bindgen_futures::spawn_local(async move {
+            deliver_wake(wake, Trigger::Automatic).await;
+        });
+    }
+    wasm_bindgen_futures::spawn_local(stream::schedule_keepalive());
     stream::ensure();
 }
 
 pub fn on_alarm(name: &str) {
     if name == stream::KEEPALIVE_ALARM {
-        stream::ensure();
+        stream::on_keepalive();
     }
 }
 
 /// Writes the continuity state and the delivery bookkeeping (pending wakes) together, so they
-/// never disagree after a restart.
-fn persist() {
+/// never disagree after a restart. The future resolves once storage has them; writes are
+/// issued in call order, so dropping it still saves (`persist`).
+fn save() -> impl std::future::Future<Output = Result<(), String>> + use<> {
     let (core, guard) = STATE.with(|s| {
         let s = s.borrow();
         (serde_json::to_value(&s.core).unwrap_or(Value::Null), serde_json::to_value(&s.guard).unwrap_or(Value::Null))
@@ -92,7 +103,11 @@ fn persist() {
     let mut items = Map::new();
     items.insert(CONTINUITY_KEY.into(), core);
     items.insert(GUARD_KEY.into(), guard);
-    let write = store::set(items);
+    store::set(items)
+}
+
+fn persist() {
+    let write = save();
     wasm_bindgen_futures::spawn_local(async move {
         if let Err(e) = write.await {
             io::log("error", &format!("continuity state not saved: {e}"));
@@ -115,7 +130,6 @@ pub fn on_event(event: PushEvent) {
         return;
     }
     let actions = STATE.with(|s| s.borrow_mut().core.on_push_event(event, io::now()));
-    persist();
     carry_out(actions);
 }
 
@@ -151,7 +165,6 @@ pub fn on_tick() {
 
 fn run_tick() {
     let actions = STATE.with(|s| s.borrow_mut().core.on_tick(io::now()));
-    persist();
     carry_out(actions);
 }
 
@@ -174,7 +187,6 @@ fn wait_for_live_picture() {
             }
             if let Some(hello) = delivery::push_state().await.filter(|h| h.herdr_live) {
                 let actions = STATE.with(|s| s.borrow_mut().core.on_state(hello, io::now()));
-                persist();
                 carry_out(actions);
                 break;
             }
@@ -183,7 +195,19 @@ fn wait_for_live_picture() {
     });
 }
 
+/// Saves the state the actions came from together with the wakes they produce (accepted in
+/// the guard: a worker stopped before their delivery began finds them), then carries them out.
 fn carry_out(actions: Vec<ContinuityAction>) {
+    let now = io::now();
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        for action in &actions {
+            if let ContinuityAction::Wake(w) = action {
+                s.guard.accept(w.clone(), now);
+            }
+        }
+    });
+    persist();
     for action in actions {
         match action {
             ContinuityAction::Wake(w) => {
@@ -196,7 +220,6 @@ fn carry_out(actions: Vec<ContinuityAction>) {
             ContinuityAction::Resync => wasm_bindgen_futures::spawn_local(async {
                 if let Some(hello) = delivery::push_state().await {
                     let actions = STATE.with(|s| s.borrow_mut().core.on_state(hello, io::now()));
-                    persist();
                     carry_out(actions);
                 }
             }),
@@ -287,10 +310,18 @@ fn auto_on(conv_key_of_binding: &str) -> bool {
 /// Carries out one wake through the delivery guard: an undelivered one is parked as
 /// pending (the guard decides whether it may be retried on its own).
 async fn deliver_wake(wake: Wake, trigger: Trigger) -> Value {
+    let forget = |id: &str| {
+        STATE.with(|s| s.borrow_mut().guard.forget_accepted(id));
+        persist();
+    };
     let binding = STATE.with(|s| s.borrow().core.bindings().get(&wake.binding_key).cloned());
-    let Some(binding) = binding else { return json!({ "ok": false, "error": "not-found" }) };
+    let Some(binding) = binding else {
+        forget(&wake.id);
+        return json!({ "ok": false, "error": "not-found" });
+    };
     if trigger != Trigger::Manual && !auto_on(&binding.conv_key) {
         // Nothing is ever sent automatically while Auto is off.
+        forget(&wake.id);
         return json!({ "ok": false, "error": "disabled" });
     }
     let now = io::now();
@@ -321,6 +352,13 @@ async fn deliver_wake(wake: Wake, trigger: Trigger) -> Value {
         // Parked as pending by the guard.
         Err(b) => return finish_log(&wake, trigger, json!({ "ok": false, "error": b.code(), "tab": tab })),
         Ok(()) => {}
+    }
+    // The claim must be on disk before the page is touched: a worker stopped from here on
+    // leaves a record the next one reports as uncertain instead of forgetting the wake.
+    if let Err(e) = save().await {
+        let code = "state-not-saved";
+        STATE.with(|s| s.borrow_mut().guard.finish(tab64, &wake.id, DeliveryOutcome::NotDelivered(code.into()), io::now()));
+        return finish_log(&wake, trigger, json!({ "ok": false, "error": code, "detail": e, "tab": tab }));
     }
     let last_failed = STATE.with(|s| s.borrow().guard.last_failed(tab64).map(str::to_string));
     let result = if zai {

@@ -24,6 +24,10 @@ extern "C" {
     pub fn ui_language() -> String;
     #[wasm_bindgen(js_name = setRepeating)]
     pub fn set_repeating(ms: f64, callback: &js_sys::Function) -> JsValue;
-    #[wasm_bindgen(js_name = alarmCreate)]
-    pub fn alarm_create(name: &str, period_minutes: f64);
+    /// Creates the repeating alarm `name` unless it already runs at `period_minutes`.
+    #[wasm_bindgen(js_name = alarmEnsure)]
+    pub fn alarm_ensure(name: &str, period_minutes: f64) -> Promise;
+    /// Resolves to `chrome.management.getSelf().installType` (`development` when unpacked).
+    #[wasm_bindgen(js_name = installType)]
+    pub fn install_type() -> Promise;
 }

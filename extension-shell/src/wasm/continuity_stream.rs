@@ -1,17 +1,19 @@
 //! The one shared push stream: `/push/events` over the native port (a `stream` message),
 //! parsed by ext-core's `SseParser`, events handed to `continuity::on_event` one at a time.
 //! It reconnects after 2 s, doubling to 15 s (ext-core's `Backoff`), and the `h2w-keepalive`
-//! alarm plus the worker's start reopen it if the worker was asleep.
+//! alarm plus the worker's start reopen it if the worker was asleep: Chrome starts a stopped
+//! worker for the alarm, whose period is ext-core's `keepalive::period_minutes`.
 
 use std::cell::RefCell;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
+use ext_core::continuity::keepalive;
 use ext_core::continuity::push_event::{Backoff, CONNECT_TIMEOUT_MS, SseParser};
 use serde_json::{Value, json};
 use wasm_bindgen::prelude::*;
 
-use super::{continuity, continuity_io as cio, io, port};
+use super::{continuity, continuity_io as cio, io, port, store};
 
 pub const KEEPALIVE_ALARM: &str = "h2w-keepalive";
 pub const PUSH_EVENTS_PATH: &str = "/push/events";
@@ -32,6 +34,10 @@ struct Stream {
     last_error: Option<String>,
     connected_at: Option<u64>,
     refused: Option<String>,
+    /// The keep-alive period this worker scheduled (None until the alarm is in place).
+    keepalive_period_min: Option<f64>,
+    /// Keep-alive alarms this worker instance received.
+    keepalive_alarms: u64,
 }
 
 thread_local! {
@@ -50,6 +56,25 @@ pub fn ensure() {
     if !busy {
         open();
     }
+}
+
+/// Puts the keep-alive alarm in place at the period in force (worker start; the
+/// development override changed).
+pub async fn schedule_keepalive() {
+    let install = io::wait(cio::install_type()).await.ok().and_then(|v| v.as_string()).unwrap_or_default();
+    let period = keepalive::period_minutes(store::get(keepalive::PERIOD_OVERRIDE_KEY).as_ref(), install == "development");
+    match io::wait(cio::alarm_ensure(KEEPALIVE_ALARM, period)).await {
+        Ok(_) => STREAM.with(|s| s.borrow_mut().keepalive_period_min = Some(period)),
+        Err(e) => io::log("error", &format!("the keep-alive alarm ({period} min) could not be set: {e:?}")),
+    }
+}
+
+/// The keep-alive alarm fired. A worker Chrome started for it has opened the stream in its
+/// start already; in a running one the stream is open or a reconnect is pending. Opening it
+/// here too costs nothing and does not rest on either.
+pub fn on_keepalive() {
+    STREAM.with(|s| s.borrow_mut().keepalive_alarms += 1);
+    ensure();
 }
 
 fn start_ticks() {
@@ -163,6 +188,7 @@ pub fn status() -> Value {
             "open": s.id.is_some(), "connected": s.connected_at.is_some(), "reconnecting": s.waiting,
             "opened": s.opened, "events": s.events, "hellos": s.hellos, "failures": s.backoff.failures(),
             "lastError": s.last_error,
+            "keepalivePeriodMin": s.keepalive_period_min, "keepaliveAlarms": s.keepalive_alarms,
         })
     })
 }

@@ -60,6 +60,9 @@ pub fn on_storage_changed(changes: JsValue) {
         if key == continuity::SETTINGS_KEY {
             continuity::apply_settings();
         }
+        if key == ext_core::continuity::keepalive::PERIOD_OVERRIDE_KEY {
+            wasm_bindgen_futures::spawn_local(continuity_stream::schedule_keepalive());
+        }
     }
 }
 
@@ -233,7 +236,8 @@ async fn status() -> Value {
     })
 }
 
-/// `chrome.alarms.onAlarm`: the keep-alive reopens the push stream if it is down.
+/// `chrome.alarms.onAlarm`: the keep-alive reopens the push stream if it is down (a stopped
+/// worker is started for it, and its start restores continuity first).
 #[wasm_bindgen]
 pub fn on_alarm(name: String) {
     continuity::on_alarm(&name);

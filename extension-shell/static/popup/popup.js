@@ -43,7 +43,8 @@ function bindingItem(view, { withUnbind }) {
 function pendingItem(wake) {
   const li = el('li', { 'data-pending': wake.id });
   li.appendChild(el('span', { class: 'what' }, `${wake.kind} → ${wake.conv_key}`));
-  li.appendChild(el('span', { class: 'state' }, wake.reason));
+  // Uncertain: the chat may already show it; sending it again is the user's call.
+  li.appendChild(el('span', { class: 'state', 'data-uncertain': String(!!wake.uncertain) }, wake.uncertain ? `${wake.reason} · may already be in the chat` : wake.reason));
   const now = el('button', { type: 'button', 'data-send': wake.id }, 'Send now');
   now.addEventListener('click', async () => {
     now.disabled = true;

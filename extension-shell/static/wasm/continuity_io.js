@@ -67,8 +67,21 @@ export async function insertMain(tabId, text, selector, expected) {
   }
 }
 
-export function alarmCreate(name, periodMinutes) {
-  chrome.alarms.create(name, { periodInMinutes: periodMinutes, delayInMinutes: periodMinutes });
+// Creates the repeating alarm unless it already runs at this period: re-creating it on every
+// worker start would push its next firing back each time.
+export async function alarmEnsure(name, periodMinutes) {
+  const existing = await chrome.alarms.get(name);
+  if (existing?.periodInMinutes === periodMinutes) return;
+  await chrome.alarms.create(name, { periodInMinutes: periodMinutes, delayInMinutes: periodMinutes });
+}
+
+// `development` for an unpacked extension (management.getSelf needs no permission).
+export async function installType() {
+  try {
+    return (await chrome.management.getSelf()).installType ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
 }
 
 export function uiLanguage() {
