@@ -25,7 +25,9 @@
 //! - `{type:"h2w_set_auto", convKey, enabled}` → `{ok, auto}` (default off).
 //! - `{type:"h2w_send_pending", id}` → `{ok, result}`: the user's "send now". Pending wakes
 //!   are `{id, kind, conv_key, text, reason, uncertain, since_ms, ...}`; `reason` is the
-//!   delivery code (`user-typing`, `generating`, `wake-in-flight`, `no_tab`, or why it failed).
+//!   delivery code (`user-typing`, `generating`, `wake-in-flight`, `no_tab`, or why it failed;
+//!   `worker-stopped` when Chrome stopped the worker mid-delivery). `uncertain` wakes may
+//!   already be in the chat: only the user sends them again.
 //! - `{type:"h2w_dismiss_pending", id}` → `{ok}`.
 //! - `{type:"h2w_continuity_state"}` → every binding, pending wake, delivery and stream fact.
 //! - `{type:"h2w_continuity_settings"}` → `{ok, progressTickSec, progressFallbackSec, defaults,
