@@ -319,9 +319,10 @@ async fn lifecycle_from_beta(http: &Http, alpha: &Workstation, beta: &Workstatio
     let err = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).to_string();
     let listed = connector_cli(&beta.home, &["list", "--json"]).await;
     assert!(listed.status.success(), "connector list on beta: {}", err(&listed));
-    let rows: Value = serde_json::from_slice(&listed.stdout).unwrap();
-    let row = rows.as_array().unwrap().iter().find(|r| r["client_id"] == client_id).unwrap_or_else(|| panic!("{rows}")).clone();
-    assert_eq!((row["name"].as_str(), row["status"].as_str()), (Some("oauth2 proof"), Some("active")), "{row}");
+    let inv: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let row = inv["connectors"].as_array().unwrap().iter().find(|r| r["client_id"] == client_id).unwrap_or_else(|| panic!("{inv}")).clone();
+    assert_eq!((row["client_name"].as_str(), row["status"].as_str()), (Some("oauth2 proof"), Some("active")), "{row}");
+    assert_eq!((row["grant_origin"].as_str(), row["created_at_ms"].clone()), (Some("explicit_approval"), row["approved_at_ms"].clone()), "{row}");
     let connector_id = row["connector_id"].as_str().unwrap().to_string();
 
     let other = http.dcr_client().await;

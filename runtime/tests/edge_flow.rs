@@ -186,9 +186,11 @@ async fn dcr_pending_approve_on_a_terminal_token_mcp_rotate_revoke() {
     // The operator's view, then revocation from the CLI.
     let listed = setup.connector(&["list", "--json"]);
     assert!(listed.status.success(), "{}", String::from_utf8_lossy(&listed.stderr));
-    let rows: Value = serde_json::from_slice(&listed.stdout).unwrap();
-    let row = &rows[0];
-    assert_eq!((row["status"].as_str(), row["name"].as_str()), (Some("active"), Some("Flow test")));
+    let inv: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let row = &inv["connectors"][0];
+    assert_eq!((row["status"].as_str(), row["client_name"].as_str()), (Some("active"), Some("Flow test")), "{inv}");
+    // After the rotation: one live pair; the rotated refresh token is no longer counted.
+    assert_eq!((row["active_access_tokens"].as_i64(), row["active_refresh_tokens"].as_i64()), (Some(1), Some(1)), "{row}");
     assert!(row["last_used_at_ms"].is_i64());
     let connector_id = row["connector_id"].as_str().unwrap().to_string();
     assert!(connector_id.starts_with("conn_") && connector_id.len() == 27, "{connector_id}");

@@ -14,10 +14,12 @@ use tokio_util::sync::CancellationToken;
 use super::authorize::{MAX_ATTEMPTS, approval_code_hash, expire_approvals};
 use super::secrets::same;
 use super::store::EdgeStore;
+// The inventory has its own module; callers that only need the rows keep
+// reaching it here, beside the other connector actions.
+pub use super::connectors_inventory::{ConnectorView, list};
 
 pub const INACTIVITY_MS: i64 = 30 * 86_400 * 1000;
 pub const INACTIVE_REASON: &str = "inactive_30d";
-pub const MAX_LIST: i64 = 256;
 const SWEEP_EVERY: Duration = Duration::from_secs(3600);
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -219,52 +221,6 @@ pub fn cancel(store: &EdgeStore, request_id: &str) -> Result<(), ApprovalError> 
     })
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ConnectorView {
-    pub connector_id: String,
-    pub client_id: String,
-    pub name: String,
-    pub status: String,
-    pub grant_generation: i64,
-    pub approved_at_ms: i64,
-    pub last_used_at_ms: Option<i64>,
-    pub revoked_at_ms: Option<i64>,
-    pub revoked_by: Option<String>,
-    pub active_access_tokens: i64,
-    pub active_refresh_tokens: i64,
-}
-
-/// Newest first, at most [`MAX_LIST`].
-pub fn list(store: &EdgeStore) -> rusqlite::Result<Vec<ConnectorView>> {
-    let now = store.now_ms();
-    store.read(|tx| {
-        let mut stmt = tx.prepare(
-            "SELECT k.connector_id, k.client_id, COALESCE(c.client_name, k.client_id), k.status, k.grant_generation,
-                    k.approved_at_ms, k.last_used_at_ms, k.revoked_at_ms, k.revoked_by,
-                    (SELECT COUNT(*) FROM tokens t WHERE t.connector_id = k.connector_id AND t.kind = 'access' AND t.expires_at_ms > ?1),
-                    (SELECT COUNT(*) FROM tokens t WHERE t.connector_id = k.connector_id AND t.kind = 'refresh' AND t.used = 0 AND t.expires_at_ms > ?1)
-             FROM connectors k LEFT JOIN clients c ON c.client_id = k.client_id
-             ORDER BY k.approved_at_ms DESC, k.connector_id LIMIT ?2",
-        )?;
-        let rows = stmt.query_map(params![now, MAX_LIST], |r| {
-            Ok(ConnectorView {
-                connector_id: r.get(0)?,
-                client_id: r.get(1)?,
-                name: r.get(2)?,
-                status: r.get(3)?,
-                grant_generation: r.get(4)?,
-                approved_at_ms: r.get(5)?,
-                last_used_at_ms: r.get(6)?,
-                revoked_at_ms: r.get(7)?,
-                revoked_by: r.get(8)?,
-                active_access_tokens: r.get(9)?,
-                active_refresh_tokens: r.get(10)?,
-            })
-        })?;
-        rows.collect()
-    })
-}
-
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RevokeError {
     #[error("not_found: no connector with that id")]
@@ -322,7 +278,10 @@ pub(super) fn revoke_in(tx: &Transaction<'_>, connector_id: &str, by: &str, now:
          WHERE connector_id = ?1",
         params![connector_id, now, by],
     )?;
-    tx.execute("UPDATE grants SET status = 'revoked' WHERE connector_id = ?1", [connector_id])?;
+    tx.execute(
+        "UPDATE grants SET status = 'revoked', revoked_at_ms = ?2, revoked_by = ?3 WHERE connector_id = ?1",
+        params![connector_id, now, by],
+    )?;
     let deleted_tokens = tx.execute("DELETE FROM tokens WHERE connector_id = ?1", [connector_id])?;
     tx.execute("DELETE FROM auth_codes WHERE connector_id = ?1", [connector_id])?;
     Ok(Revoked { ok: true, connector_id: connector_id.to_string(), revoked_at_ms: now, deleted_tokens })

@@ -25,7 +25,9 @@ use anyhow::Context;
 use serde_json::{Value, json};
 
 use super::cli::{StateDirArg, open_store, whoami};
-use super::connectors::{self, ApprovalError, ApprovalInfo, ConnectorView};
+use super::connectors::{self, ApprovalError, ApprovalInfo};
+use super::connectors_inventory::{Inventory, inventory};
+use super::connectors_table::render_table;
 use super::connectors_revoke_client::revoke_client;
 use super::devices_cli::{DeviceFileArgs, call_answer, read_code_no_echo};
 use super::devices_local::{self, LocalDevice, LocalDeviceError};
@@ -55,9 +57,10 @@ pub enum ConnectorCommand {
         #[command(flatten)]
         edge: EdgeAccess,
     },
-    /// List connectors (id, name, status, authorized at, last used, client).
+    /// List connectors (id, name, status, authorized at, last used, live
+    /// tokens, client) and the clients fenced without one.
     List {
-        /// Print JSON instead of a table
+        /// Print the raw inventory as JSON instead of a table
         #[arg(long)]
         json: bool,
         #[command(flatten)]
@@ -99,7 +102,7 @@ trait ConnectorAdmin {
     fn inspect(&self, request_id: &str) -> anyhow::Result<ApprovalInfo>;
     fn approve(&self, request_id: &str, code: &str) -> anyhow::Result<ApprovalInfo>;
     fn cancel(&self, request_id: &str) -> anyhow::Result<()>;
-    fn list(&self) -> anyhow::Result<Vec<ConnectorView>>;
+    fn list(&self) -> anyhow::Result<Inventory>;
     /// The revocation receipt `{ok, connector_id, revoked_at_ms, deleted_tokens}`.
     fn revoke(&self, connector_id: &str) -> anyhow::Result<Value>;
     /// The receipt `{ok, client_id, revoked_connectors, deleted_tokens, …,
@@ -125,8 +128,8 @@ impl ConnectorAdmin for LocalEdge {
     fn cancel(&self, request_id: &str) -> anyhow::Result<()> {
         Ok(connectors::cancel(&self.store, request_id)?)
     }
-    fn list(&self) -> anyhow::Result<Vec<ConnectorView>> {
-        Ok(connectors::list(&self.store)?)
+    fn list(&self) -> anyhow::Result<Inventory> {
+        Ok(inventory(&self.store)?)
     }
     fn revoke(&self, connector_id: &str) -> anyhow::Result<Value> {
         Ok(serde_json::to_value(connectors::revoke(&self.store, connector_id, &self.who)?)?)
@@ -196,10 +199,9 @@ impl ConnectorAdmin for RemoteEdge {
     fn cancel(&self, request_id: &str) -> anyhow::Result<()> {
         self.call("POST", "/connectors/cancel", Some(json!({"request_id": request_id})), true).map(|_| ())
     }
-    fn list(&self) -> anyhow::Result<Vec<ConnectorView>> {
+    fn list(&self) -> anyhow::Result<Inventory> {
         let v = self.call("GET", "/connectors", None, false)?;
-        let rows = v.get("connectors").cloned().unwrap_or(Value::Null);
-        serde_json::from_value(rows).map_err(|e| anyhow::anyhow!("the edge's connector list is malformed: {e}"))
+        serde_json::from_value(v).map_err(|e| anyhow::anyhow!("the edge's connector inventory is malformed: {e}"))
     }
     fn revoke(&self, connector_id: &str) -> anyhow::Result<Value> {
         self.call("POST", "/connectors/revoke", Some(json!({"connector_id": connector_id, "confirm": true})), false)
@@ -324,41 +326,12 @@ fn approve(request_id: &str, socket: Option<PathBuf>, edge: &dyn ConnectorAdmin)
     }
 }
 
-fn format_ms(ms: Option<i64>) -> String {
-    let Some(ms) = ms else { return "-".into() };
-    time::OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000)
-        .ok()
-        .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
-        .unwrap_or_else(|| ms.to_string())
-}
-
 fn list(json: bool, edge: &dyn ConnectorAdmin) -> anyhow::Result<()> {
-    let rows = edge.list()?;
+    let inv = edge.list()?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
-        return Ok(());
-    }
-    if rows.is_empty() {
-        println!("no connectors");
-        return Ok(());
-    }
-    // The client id comes last, unpadded: a CIMD one is a whole URL. It is what
-    // `revoke-client` takes.
-    println!("{:<28} {:<24} {:<8} {:<30} {:<30} CLIENT", "CONNECTOR", "NAME", "STATUS", "AUTHORIZED", "LAST USED");
-    for r in rows {
-        let status = match (&r.status[..], &r.revoked_by) {
-            ("revoked", Some(by)) if by == connectors::INACTIVE_REASON => format!("revoked ({by})"),
-            _ => r.status.clone(),
-        };
-        println!(
-            "{:<28} {:<24} {:<8} {:<30} {:<30} {}",
-            r.connector_id,
-            r.name,
-            status,
-            format_ms(Some(r.approved_at_ms)),
-            format_ms(r.last_used_at_ms),
-            r.client_id
-        );
+        println!("{}", serde_json::to_string_pretty(&inv)?);
+    } else {
+        print!("{}", render_table(&inv));
     }
     Ok(())
 }

@@ -6,7 +6,8 @@
 //!   410 `rejected` once `revoke-client` fenced its client);
 //! - `POST /connectors/cancel {request_id}` → withdraws it (409 `already_used`
 //!   once tokens were issued);
-//! - `GET /connectors` → the inventory; `POST /connectors/revoke {connector_id,
+//! - `GET /connectors` → `{ok, …}` plus the inventory
+//!   ([`super::connectors_inventory::Inventory`]); `POST /connectors/revoke {connector_id,
 //!   confirm: true}` → revokes one connector;
 //! - `POST /connectors/revoke-client {client_id, confirm: true}` → revokes every
 //!   connector of one OAuth client, or fences a client that has none (spec §5's
@@ -34,6 +35,7 @@ use serde_json::{Map, Value, json};
 
 use super::EdgeState;
 use super::connectors::{self, ApprovalError, RevokeError};
+use super::connectors_inventory::inventory;
 use super::connectors_revoke_client::{ClientRevokeError, MAX_CLIENT_ID_CHARS, revoke_client};
 use super::devices::Device;
 use super::devices_http::{caller, fail, object_body, string_param};
@@ -188,8 +190,12 @@ async fn list(State(s): State<Arc<EdgeState>>, headers: HeaderMap) -> Response {
     if let Err(r) = caller(&s, &headers, UNAUTHORIZED) {
         return r;
     }
-    match connectors::list(&s.store) {
-        Ok(rows) => json_response(200, json!({"ok": true, "connectors": rows, "observed_at_ms": s.store.now_ms()})),
+    match inventory(&s.store) {
+        Ok(inv) => {
+            let mut body = json!(inv);
+            body["ok"] = json!(true);
+            json_response(200, body)
+        }
         Err(e) => {
             tracing::error!("connector inventory: {e}");
             fail(500, "internal_error", "the connector inventory cannot be read")

@@ -22,7 +22,7 @@ pub const MAX_CLIENT_ID_CHARS: usize = super::authorize::MAX_PARAM_BYTES;
 
 /// The grant's `connector_id` on a tombstone: the column is mandatory, and no
 /// connector id is empty.
-const NO_CONNECTOR: &str = "";
+pub(super) const NO_CONNECTOR: &str = "";
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ClientRevokeError {
@@ -118,10 +118,16 @@ pub fn revoke_client(store: &EdgeStore, client_id: &str, by: &str) -> Result<Cli
         // catch any a client holds under no active connector.
         deleted_tokens += tx.execute("DELETE FROM tokens WHERE client_id = ?1", [client_id])?;
         tx.execute("DELETE FROM auth_codes WHERE client_id = ?1", [client_id])?;
+        // The tombstone keeps the client's name and registration time: the
+        // inventory lists it among `legacy_clients` after the client row is purged.
         tx.execute(
-            "INSERT INTO grants (client_id, connector_id, status) VALUES (?1, ?2, 'revoked')
-             ON CONFLICT(client_id) DO UPDATE SET status = 'revoked'",
-            params![client_id, NO_CONNECTOR],
+            "INSERT INTO grants (client_id, connector_id, status, revoked_at_ms, revoked_by, client_name, client_created_at_ms)
+             VALUES (?1, ?2, 'revoked', ?3, ?4,
+                     (SELECT client_name FROM clients WHERE client_id = ?1),
+                     (SELECT created_at_ms FROM clients WHERE client_id = ?1))
+             ON CONFLICT(client_id) DO UPDATE SET status = 'revoked', revoked_at_ms = excluded.revoked_at_ms,
+                 revoked_by = excluded.revoked_by",
+            params![client_id, NO_CONNECTOR, now, by],
         )?;
         Ok(ClientRevoked {
             ok: true,

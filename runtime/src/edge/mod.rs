@@ -9,7 +9,9 @@
 //!   Metadata Documents, fetched under the SSRF rules.
 //! - [`authorize`]: `/oauth/authorize` and the pending-approval records; [`approval_page`]: its HTML.
 //! - [`token`]: `/oauth/token`, codes and token rotation; bearer verification.
-//! - [`connectors`]: approve / list / revoke / cancel and the inactivity sweep;
+//! - [`connectors`]: approve / revoke / cancel and the inactivity sweep;
+//!   [`connectors_inventory`]: the inventory `list` shows (spec §5), printed
+//!   by [`connectors_table`];
 //!   [`connectors_revoke_client`]: every connector of one client at once, or a
 //!   tombstone for a client that has none; [`connectors_http`]: the same over
 //!   `/connectors/*` for enrolled devices;
@@ -44,6 +46,8 @@ pub mod clock;
 pub mod connectors;
 pub mod connectors_cli;
 pub mod connectors_http;
+pub mod connectors_inventory;
+pub mod connectors_table;
 pub mod connectors_revoke_client;
 pub mod dcr;
 pub mod devices;

@@ -172,6 +172,14 @@ const MIGRATIONS: &[&str] = &[
     "ALTER TABLE devices ADD COLUMN name_source TEXT NOT NULL DEFAULT 'pairing';
     CREATE TABLE device_registry_state (id INTEGER PRIMARY KEY CHECK (id = 1), generation INTEGER NOT NULL);
     INSERT INTO device_registry_state (id, generation) VALUES (1, 0);",
+    // 6: when and by whom a grant was revoked, and, for a client fenced with no
+    // connector (`revoke-client`'s tombstone), its name and registration time: the
+    // client row of a never-approved client is purged an hour after it registered,
+    // and the inventory still has to say which client the fence is for.
+    "ALTER TABLE grants ADD COLUMN revoked_at_ms INTEGER;
+    ALTER TABLE grants ADD COLUMN revoked_by TEXT;
+    ALTER TABLE grants ADD COLUMN client_name TEXT;
+    ALTER TABLE grants ADD COLUMN client_created_at_ms INTEGER;",
 ];
 
 pub struct EdgeStore {
