@@ -167,3 +167,33 @@ fn token_counts(tx: &Transaction<'_>, now: i64) -> rusqlite::Result<TokenCounts>
         |r| Ok(TokenCounts { active_access_tokens: r.get(0)?, active_refresh_tokens: r.get(1)? }),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::edge::clock::ManualClock;
+    use std::sync::Arc;
+
+    /// Tombstones written before their times were recorded (schema 5) carry none;
+    /// they come after the dated ones, and a connector's own grant is no legacy client.
+    #[test]
+    fn undated_tombstones_list_last_and_connector_grants_not_at_all() {
+        let tmp = tempfile::tempdir().unwrap();
+        EdgeStore::init(tmp.path()).unwrap();
+        let store = EdgeStore::open(tmp.path(), Arc::new(ManualClock::new(1_000))).unwrap();
+        store
+            .write(|tx| {
+                let insert = "INSERT INTO grants (client_id, connector_id, status, client_created_at_ms) VALUES (?1, ?2, ?3, ?4)";
+                tx.execute(insert, params!["undated", NO_CONNECTOR, "revoked", None::<i64>])?;
+                tx.execute(insert, params!["older", NO_CONNECTOR, "revoked", 10])?;
+                tx.execute(insert, params!["newer", NO_CONNECTOR, "revoked", 20])?;
+                tx.execute(insert, params!["approved", "conn_AAAAAAAAAAAA", "active", 30])
+            })
+            .unwrap();
+        let inv = inventory(&store).unwrap();
+        let ids: Vec<&str> = inv.legacy_clients.iter().map(|c| c.client_id.as_str()).collect();
+        assert_eq!((ids, inv.total_legacy_clients), (vec!["newer", "older", "undated"], 3));
+        assert!(inv.legacy_clients.iter().all(|c| c.grant_origin == LEGACY_ORIGIN && c.last_used_at_ms.is_none()));
+        assert_eq!((inv.total_connectors, inv.token_counts, inv.observed_at_ms), (0, TokenCounts::default(), 1_000));
+    }
+}
