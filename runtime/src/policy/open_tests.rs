@@ -266,14 +266,14 @@ fn a_gate_runs_after_the_path_checks_and_before_the_file_is_looked_at() {
     }
     for raw in ["innocent.txt", ".env", "out/o.txt", "loop_a", "missing.txt", "src/deep/a.txt/x", "/etc/hostname"] {
         let never = |_: &Path| -> Result<(), Refusal> { panic!("the gate ran for {raw}") };
-        let refusal = t.policy.open_existing_gated_via(raw, &openat2_no_symlinks, never).unwrap_err();
+        let refusal = t.policy.open_existing_gated_via(raw, &openat2_no_symlinks, &never).unwrap_err();
         assert_eq!(refusal, t.policy.resolve_existing(raw).unwrap_err(), "{raw}");
     }
     let passing = |root: &Path| {
         assert_eq!(root, t.root);
         Ok(())
     };
-    let opened = t.policy.open_existing_file_gated("code/deep/a.txt", passing).unwrap();
+    let opened = t.policy.open_existing_file_gated("code/deep/a.txt", &passing).unwrap();
     assert_eq!(opened.resolved.real, t.root.join("src/deep/a.txt"));
-    assert_eq!(t.policy.open_existing_file_gated("fifo", passing).unwrap_err().reason, "not_a_file");
+    assert_eq!(t.policy.open_existing_file_gated("fifo", &passing).unwrap_err().reason, "not_a_file");
 }

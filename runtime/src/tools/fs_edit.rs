@@ -48,7 +48,7 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
     // known to be inside a root, so read-only mode and write roots are reported
     // before anything about the file itself (a directory, a FIFO, no permission).
     let gate = |root: &std::path::Path| ctx.policy.check_mutation(root);
-    let mut opened = match ctx.policy.open_existing_file_gated(req_str(args, "path"), gate) {
+    let mut opened = match ctx.policy.open_existing_file_gated(req_str(args, "path"), &gate) {
         Ok(o) => o,
         Err(r) => return r.into(),
     };

@@ -239,7 +239,7 @@ fn open_file(ctx: &ToolContext, root: &Path, raw: &str) -> Result<(Resolved, Fil
     let same_root = |resolved_root: &Path| {
         if resolved_root == root { Ok(()) } else { Err(cross_project_refusal(root, raw)) }
     };
-    let opened = ctx.policy.open_existing_file_gated(&full, same_root).map_err(|r| match r.reason {
+    let opened = ctx.policy.open_existing_file_gated(&full, &same_root).map_err(|r| match r.reason {
         "not_a_file" => failed(&format!("{raw} is not a regular file"), json!({"path": raw})),
         "read_failed" => failed(&r.message, json!({"path": raw})),
         _ => refusal(r),
