@@ -422,13 +422,15 @@ async fn serve_connection(shared: Arc<Shared>, stream: UnixStream) {
     }
     if method == "events.subscribe" {
         let subscriptions = params["subscriptions"].as_array().cloned().unwrap_or_default();
+        // Registered before the ack is written: a client that has its ack must
+        // get every later event (they queue in the channel until the ack is out).
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        shared.subscribers.lock().unwrap().push(Subscriber { subscriptions, tx });
+        shared.bump();
         let ack = json!({"id": id, "result": {"type": "subscription_started"}});
         if write.write_all(format!("{ack}\n").as_bytes()).await.is_err() {
             return;
         }
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        shared.subscribers.lock().unwrap().push(Subscriber { subscriptions, tx });
-        shared.bump();
         while let Some(line) = rx.recv().await {
             if write.write_all(format!("{line}\n").as_bytes()).await.is_err() {
                 break;
@@ -542,15 +544,25 @@ impl HerdrSim {
 
     /// Puts an agent of `kind` on a pane (as detection or `pane.report_agent` would).
     pub fn add_agent(&self, pane_id: &str, kind: &str, status: &str) {
+        self.add_named_agent(pane_id, kind, status, None);
+    }
+
+    /// `add_agent` with the agent's name already set when it appears: a reader woken by the
+    /// detection event must never see it without the name (naming it afterwards, as
+    /// `name_agent` does, emits no event, so such a reader would keep the kind as its name).
+    pub fn add_named_agent(&self, pane_id: &str, kind: &str, status: &str, name: Option<&str>) {
         let (ws, cwd) = {
             let st = self.shared.state.lock().unwrap();
             let p = st.panes.iter().find(|p| str_of(p, "pane_id") == Some(pane_id)).expect("pane exists");
             (str_of(p, "workspace_id").unwrap().to_string(), p["cwd"].clone())
         };
-        let agent = json!({"terminal_id": format!("term_{pane_id}"), "agent": kind, "agent_status": status,
+        let mut agent = json!({"terminal_id": format!("term_{pane_id}"), "agent": kind, "agent_status": status,
             "workspace_id": ws, "tab_id": format!("{ws}:t1"), "pane_id": pane_id, "focused": false,
             "state_change_seq": 1, "cwd": cwd, "foreground_cwd": cwd, "revision": 0,
             "screen_detection_skipped": false, "launch_pending": false, "interactive_ready": true});
+        if let Some(name) = name {
+            agent["name"] = json!(name);
+        }
         {
             let mut st = self.shared.state.lock().unwrap();
             st.agents.push(agent);

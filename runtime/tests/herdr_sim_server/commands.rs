@@ -126,10 +126,7 @@ impl Registry {
                 if !self.agents.insert(pane.clone()) {
                     return Err(format!("pane {pane:?} already has an agent"));
                 }
-                sim.add_agent(pane, kind, status);
-                if let Some(name) = name {
-                    sim.name_agent(pane, name);
-                }
+                sim.add_named_agent(pane, kind, status, name.as_deref());
             }
             Command::SetStatus { pane, status, output } => {
                 self.agent(pane)?;
