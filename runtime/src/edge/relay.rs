@@ -616,3 +616,7 @@ fn check_shape(v: &Value, depth: usize) -> Result<(), FrameError> {
 #[cfg(test)]
 #[path = "relay_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "relay_props.rs"]
+mod props;

@@ -15,7 +15,7 @@ fn runtime() -> RuntimeIdentity {
     }
 }
 
-fn every_kind() -> Vec<(Frame, Sender)> {
+pub(super) fn every_kind() -> Vec<(Frame, Sender)> {
     vec![
         (
             Frame::Hello(Hello {

@@ -227,6 +227,10 @@ pub async fn read_line_capped<R: AsyncBufRead + Unpin>(reader: &mut R, cap: usiz
 }
 
 #[cfg(test)]
+#[path = "client_props.rs"]
+mod props;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

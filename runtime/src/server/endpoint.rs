@@ -536,6 +536,10 @@ impl<F: Fn(&str) -> Option<String> + Unpin> hyper::body::Body for SseRewrite<F> 
 }
 
 #[cfg(test)]
+#[path = "envelope_props.rs"]
+mod envelope_props;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -272,6 +272,10 @@ unsafe fn escape_bytes_16(p: *const u8) -> std::arch::x86_64::__m128i {
 }
 
 #[cfg(test)]
+#[path = "payload_text_props.rs"]
+mod props;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;

@@ -27,11 +27,18 @@ impl TextFile {
         let crlf = text.contains("\r\n");
         let trailing_newline = text.ends_with('\n');
         let text = text.strip_suffix('\n').unwrap_or(text);
-        let lines = if text.is_empty() && !trailing_newline {
-            Vec::new()
-        } else {
-            text.split('\n').map(|l| if crlf { l.strip_suffix('\r').unwrap_or(l) } else { l }.to_string()).collect()
-        };
+        let mut lines: Vec<String> =
+            if text.is_empty() && !trailing_newline { Vec::new() } else { text.split('\n').map(str::to_string).collect() };
+        if crlf {
+            // Only a '\r' that came before a '\n' is part of the line ending; a last line
+            // without a newline keeps a '\r' it ends with.
+            let ended = if trailing_newline { lines.len() } else { lines.len().saturating_sub(1) };
+            for line in &mut lines[..ended] {
+                if line.ends_with('\r') {
+                    line.pop();
+                }
+            }
+        }
         Ok(TextFile { bom, crlf, lines, trailing_newline })
     }
 
@@ -116,6 +123,10 @@ fn find_anchor(lines: &[String], anchor: &str) -> Option<usize> {
 }
 
 #[cfg(test)]
+#[path = "patch_props.rs"]
+mod props;
+
+#[cfg(test)]
 mod tests {
     use super::super::patch_parse::HunkLine::{Add, Context, Remove};
     use super::*;
@@ -134,6 +145,16 @@ mod tests {
             assert_eq!(TextFile::decode(bytes).unwrap().encode(), bytes, "{bytes:?}");
         }
         assert!(TextFile::decode(b"\xff").is_err());
+    }
+
+    /// Found by `props`: a CRLF file whose last line has no newline but ends in '\r'
+    /// lost that '\r' on the way through a patch.
+    #[test]
+    fn a_lone_carriage_return_at_the_end_of_a_crlf_file_survives() {
+        for bytes in [&b"\r\n\r"[..], b"a\r\nb\r", b"a\r\nb\r\r"] {
+            assert_eq!(TextFile::decode(bytes).unwrap().encode(), bytes, "{bytes:?}");
+        }
+        assert_eq!(TextFile::decode(b"a\r\nb\r").unwrap().lines, vec!["a".to_string(), "b\r".to_string()]);
     }
 
     #[test]
