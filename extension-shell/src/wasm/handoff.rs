@@ -85,11 +85,17 @@ fn record_ids(transfers: &Transfers) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn persist() {
+/// Writes the records; the future resolves once storage has them (writes keep their order,
+/// so `persist` may drop it).
+fn save() -> impl std::future::Future<Output = Result<(), String>> + use<> {
     let value = TRANSFERS.with(|t| serde_json::to_value(&*t.borrow()).unwrap_or(Value::Null));
     let mut items = Map::new();
     items.insert(TRANSFERS_KEY.into(), value);
-    let write = store::set(items);
+    store::set(items)
+}
+
+fn persist() {
+    let write = save();
     wasm_bindgen_futures::spawn_local(async move {
         if let Err(e) = write.await {
             io::log("error", &format!("handoff records not saved: {e}"));
@@ -238,8 +244,14 @@ async fn run(id: String, kind: PageKind, source_tab: i32, launch: String) {
         with_transfer(&id, |t| t.fail("target-not-ready", io::now()));
         return;
     }
-    // Recorded (and persisted) as submitting before it goes out: never handed out twice.
+    // Recorded as submitting, and on disk, before it goes out: a worker stopped after sending
+    // finds the record and reports the seed as uncertain (`start`) instead of sending it again.
     let Some(Ok(seed)) = with_transfer(&id, |t| t.begin_seed(lang(), io::now())) else { return };
+    if let Err(e) = save().await {
+        io::log("error", &format!("handoff {id}: the seed was not sent, its record could not be saved: {e}"));
+        with_transfer(&id, |t| t.fail("state-not-saved", io::now()));
+        return;
+    }
     let outcome = seed_outcome(&send_raw(kind, target_tab, &seed).await);
     let failed = matches!(outcome, SeedOutcome::Failed(_));
     with_transfer(&id, |t| t.on_seed_outcome(outcome, io::now()));
