@@ -320,6 +320,37 @@ async fn allow_list_refusals_each_have_their_code() {
     assert!(s.runtime.seen().is_empty(), "{:?}", s.runtime.seen());
 }
 
+/// A request whose `body` is a JSON array: the host sends it on as its compact text, and
+/// `1E2` comes out as `100.0`, so a frame under 1 MiB can carry a body over it. The body is
+/// `out_len` bytes once re-serialised.
+fn request_with_growing_body(id: &str, out_len: usize) -> String {
+    let numbers = 100_000;
+    let pad = out_len - 6 * numbers - 4;
+    let body = format!(r#"[{}"{}"]"#, "1E2,".repeat(numbers), "x".repeat(pad));
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap().to_string().len(), out_len, "the body grows as planned");
+    let message = format!(
+        r#"{{"type":"request","id":"{id}","method":"POST","path":"/mcp","headers":{{"content-type":"application/json"}},"body":{body}}}"#
+    );
+    assert!(message.len() <= MIB, "the frame itself fits");
+    message
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_bodies_up_to_one_mebibyte_pass_and_larger_ones_are_refused() {
+    let mut s = setup().await;
+    s.host.send_raw(&frame(request_with_growing_body("at", MIB).as_bytes())).await;
+    let frames = s.host.recv_until(|v| v["type"] == "response").await;
+    let (last, bytes) = reassemble(&frames);
+    assert_eq!((last["id"].as_str(), last["ok"].as_bool()), (Some("at"), Some(true)), "{last}");
+    let echoed: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(echoed["echo"].as_str().map(str::len), Some(MIB));
+
+    s.host.send_raw(&frame(request_with_growing_body("over", MIB + 1).as_bytes())).await;
+    let r = s.host.recv().await;
+    assert_eq!((r["id"].as_str(), r["ok"].as_bool(), r["error"].as_str()), (Some("over"), Some(false), Some("native_request_too_large")));
+    assert_eq!(s.runtime.seen().len(), 1, "the refused body never reached the runtime");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_live_id_cannot_be_reused() {
     let mut s = setup().await;
