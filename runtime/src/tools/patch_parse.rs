@@ -146,7 +146,9 @@ fn parse_hunks(body: &[&str], start: usize) -> Result<(Vec<Hunk>, usize), String
     let mut i = start;
     while i < body.len() {
         let line = body[i];
-        if line.trim() == END_OF_FILE {
+        // Only a line that starts with the marker is one: ` *** End of File` is a
+        // context line of a file that contains that text.
+        if line.trim_end() == END_OF_FILE {
             i += 1;
             continue;
         }
@@ -219,5 +221,15 @@ mod tests {
             let err = parse(patch).unwrap_err();
             assert!(err.contains(needle), "{patch:?}: {err}");
         }
+    }
+
+    /// Found while writing `patch_props`: a context line whose text is `*** End of File` was taken
+    /// for the marker and dropped, so the hunk looked for `a` and `b` side by side.
+    #[test]
+    fn a_context_line_reading_like_the_end_marker_is_context() {
+        let ops = parse("*** Begin Patch\n*** Update File: f\n a\n *** End of File\n-b\n+c\n*** End of File \n*** End Patch").unwrap();
+        let Op::Update { hunks, .. } = &ops[0] else { panic!("{ops:?}") };
+        assert_eq!(hunks[0].old_lines(), vec!["a", "*** End of File", "b"]);
+        assert_eq!(hunks[0].new_lines(), vec!["a", "*** End of File", "c"]);
     }
 }

@@ -14,10 +14,12 @@ fn path() -> impl Strategy<Value = String> {
     "[a-z0-9_.][a-z0-9_./ -]{0,18}[a-z0-9_.]".prop_map(|p| p.to_string())
 }
 
-/// Line text without line breaks. A line that reads `*** End of File` once trimmed
-/// is the end-of-file marker whatever its first character, so it is left out.
+/// Line text without line breaks, now and then the end-of-file marker's own text.
 fn line_text() -> impl Strategy<Value = String> {
-    "[^\r\n]{0,12}".prop_filter("the end-of-file marker", |t| t.trim() != END_OF_FILE)
+    prop_oneof![
+        9 => "[^\r\n]{0,12}",
+        1 => Just(END_OF_FILE.to_string()),
+    ]
 }
 
 fn hunk() -> impl Strategy<Value = Hunk> {
