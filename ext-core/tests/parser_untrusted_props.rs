@@ -5,6 +5,7 @@
 //! the snapshots grew the text or rewrote it.
 
 use ext_core::parser::{ParseOutcome, ReplyState, ToolCallParser, parse_reply};
+use ext_core::validate::{Catalog, Checked, MAX_CALLS_PER_REPLY, MAX_TOOL_NAME_CHARS, validate_calls};
 use proptest::prelude::*;
 
 /// Fragments a chat page shows, well-formed and not.
@@ -26,6 +27,18 @@ fn fragment() -> impl Strategy<Value = String> {
 
 fn page_text() -> impl Strategy<Value = String> {
     prop::collection::vec(fragment(), 0..16).prop_map(|f| f.concat())
+}
+
+/// Many calls, long names and names from the catalog, to reach validation's limits.
+fn many_calls_text() -> impl Strategy<Value = String> {
+    let call = prop_oneof![
+        Just(r#"{"tool":"herdr_fs_read","args":{"path":"a"}}"#.to_string()),
+        Just(r#"{"tool":"herdr_fs_read","args":"{}"}"#.to_string()),
+        Just(r#"{"tool":"herdr_fs_read","args":[1]}"#.to_string()),
+        (120usize..140).prop_map(|n| format!(r#"{{"tool":"{}","args":{{}}}}"#, "é".repeat(n))),
+        "[a-z_]{1,10}".prop_map(|n| format!(r#"{{"tool":"{n}","args":{{}}}}"#)),
+    ];
+    prop::collection::vec(call, 0..(MAX_CALLS_PER_REPLY + 4)).prop_map(|c| c.join("\n"))
 }
 
 fn check_outcome(text: &str, outcome: &ParseOutcome) {
@@ -92,6 +105,35 @@ proptest! {
         let outcome = parser.outcome();
         check_outcome(&text, &outcome);
         prop_assert_eq!(outcome, parse_reply(&text));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 100, ..ProptestConfig::default() })]
+
+    /// Whatever the parser found is checked call by call: one row per call, in order,
+    /// and only a catalog tool with object arguments within the batch limit runs.
+    #[test]
+    fn parsed_calls_validate_one_row_each(text in prop_oneof![page_text(), many_calls_text()]) {
+        let catalog = Catalog::from_tools(&[serde_json::json!({"name": "herdr_fs_read"})]);
+        let calls = parse_reply(&text).calls;
+        let checked = validate_calls(&calls, &catalog);
+        prop_assert_eq!(checked.len(), calls.len());
+        for (i, (c, call)) in checked.iter().zip(&calls).enumerate() {
+            match c {
+                Checked::Run(v) => {
+                    prop_assert_eq!(v.index, i + 1);
+                    prop_assert!(v.index <= MAX_CALLS_PER_REPLY);
+                    prop_assert_eq!(v.tool.as_str(), "herdr_fs_read");
+                    prop_assert!(call.args.is_object());
+                }
+                Checked::Refused(r) => {
+                    prop_assert_eq!(r.index, i + 1);
+                    prop_assert!(r.tool.chars().count() <= MAX_TOOL_NAME_CHARS + 1);
+                    prop_assert!(!r.detail.is_empty());
+                }
+            }
+        }
     }
 }
 
