@@ -343,6 +343,10 @@ pub fn split_event(line: &Value) -> Option<(String, Value)> {
 }
 
 #[cfg(test)]
+#[path = "topology_props.rs"]
+mod props;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
