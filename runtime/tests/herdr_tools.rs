@@ -85,7 +85,7 @@ async fn methods_reads_the_cli_schema_and_filters() {
     let r = rig().await;
     let all = call(&r.ctx, "herdr_methods", json!({})).await.payload;
     assert_eq!(all["ok"], true);
-    assert_eq!(all["count"], 11);
+    assert_eq!(all["count"], 12);
     assert_eq!(all["source"], "herdr api schema --json (live, 60s cache)");
     let read = call(&r.ctx, "herdr_methods", json!({"query": "PANE.READ"})).await.payload;
     assert_eq!(read["count"], 1);

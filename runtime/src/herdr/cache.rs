@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::agent_names;
 use super::client::HerdrClient;
 use super::error::{HerdrError, codes};
 use super::history::{History, Page};
@@ -331,6 +332,19 @@ impl EventCache {
                 json!({"workspace": workspace, "pane": pane, "agent": agent, "output": output}),
             );
         });
+    }
+
+    /// Learns what a call's answer says about an agent's name (see
+    /// [`super::agent_names`]): Herdr emits no event for a rename, so without this the
+    /// cache would show the old name until its next re-snapshot.
+    pub fn adopt_answer(&self, answer: &Value) {
+        let changed = match self.write().topology.as_mut() {
+            Some(topology) => agent_names::adopt_from_answer(topology, answer),
+            None => false,
+        };
+        if changed {
+            self.bump();
+        }
     }
 
     /// Waits (event-driven, bounded) until `pred` holds for the cache.

@@ -22,7 +22,9 @@ pub struct Timeouts {
     pub schema_cli: Duration,
     /// The event cache renews its subscription this often (new panes get status subscriptions).
     pub resubscribe: Duration,
-    /// ... and takes a fresh snapshot this often, in case an event was missed.
+    /// ... and takes a fresh snapshot this often, in case an event was missed. It also
+    /// bounds how long an agent renamed outside this runtime shows its old name (Herdr
+    /// emits no event for a rename; see [`super::agent_names`]).
     pub resnapshot: Duration,
     /// First and largest delay between reconnect attempts.
     pub backoff_initial: Duration,

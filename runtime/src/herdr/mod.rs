@@ -5,6 +5,7 @@
 //! answers `herdr_unavailable` quickly (a missing socket fails at connect; a
 //! socket that never answers hits its time budget).
 
+pub mod agent_names;
 pub mod cache;
 pub mod client;
 pub mod config;

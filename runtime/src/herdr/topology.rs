@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use super::agent_names;
+
 /// Agent statuses after which an agent waits for someone (spec/extension.md §7.1).
 pub const SETTLED: &[&str] = &["idle", "done", "blocked"];
 
@@ -47,6 +49,13 @@ fn list(v: &Value, key: &str) -> Vec<Value> {
     v.get(key).and_then(Value::as_array).cloned().unwrap_or_default()
 }
 
+/// The agent records of a snapshot or `agent.list` answer, without names Herdr's rule forbids.
+fn agents(v: &Value) -> Vec<Value> {
+    let mut agents = list(v, "agents");
+    agent_names::drop_invalid(&mut agents);
+    agents
+}
+
 /// `PaneInfo` fields about what the terminal shows, mirrored from a pane update onto its agent.
 const PANE_DISPLAY_FIELDS: [&str; 3] = ["title", "terminal_title", "terminal_title_stripped"];
 
@@ -83,7 +92,7 @@ impl Topology {
             workspaces: list(snap, "workspaces"),
             tabs: list(snap, "tabs"),
             panes: list(snap, "panes"),
-            agents: list(snap, "agents"),
+            agents: agents(snap),
         }
     }
 
@@ -92,7 +101,7 @@ impl Topology {
     pub fn replace_lists(&mut self, workspaces: &Value, panes: &Value, agents: &Value) {
         self.workspaces = list(workspaces, "workspaces");
         self.panes = list(panes, "panes");
-        self.agents = list(agents, "agents");
+        self.agents = self::agents(agents);
         if self.focused_workspace_id.is_none() {
             self.focused_workspace_id =
                 self.workspaces.iter().find(|w| w["focused"] == true).and_then(|w| str_of(w, "workspace_id")).map(str::to_string);
@@ -366,6 +375,16 @@ mod tests {
         assert_eq!(t.version.as_deref(), Some("0.8.2"));
         assert_eq!(t.protocol, Some(20));
         assert_eq!(t.agent_states()["w1:p1"].status, "idle");
+    }
+
+    #[test]
+    fn names_herdr_would_refuse_are_not_taken_from_a_snapshot_or_the_lists() {
+        let snap = json!({"agents":[{"pane_id":"w1:p1","name":"Not Valid"},{"pane_id":"w1:p2","name":"ok-name"}]});
+        let t = Topology::from_snapshot(&snap);
+        assert_eq!((t.agents[0].get("name"), &t.agents[1]["name"]), (None, &json!("ok-name")));
+        let mut t = Topology::default();
+        t.replace_lists(&json!({}), &json!({}), &snap);
+        assert_eq!((t.agents[0].get("name"), &t.agents[1]["name"]), (None, &json!("ok-name")));
     }
 
     #[test]

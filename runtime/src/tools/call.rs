@@ -105,6 +105,9 @@ fn run(ctx: Arc<ToolContext>, args: Map<String, Value>) -> BoxFuture<ToolOutput>
         };
         match herdr.client.call_with_timeout(&method, Value::Object(params), budget).await {
             Ok(result) => {
+                // A rename (or any answer carrying an agent's record) reaches the
+                // cache at once: Herdr emits no event for it.
+                herdr.cache.adopt_answer(&result);
                 let mut out = json!({"ok": true, "method": method, "result": result});
                 if !warnings.is_empty() {
                     out["warnings"] = json!(warnings);

@@ -11,7 +11,7 @@ use super::common::{object_schema, req_str, str_arg};
 use super::{Access, BoxFuture, Handler, ToolContext, ToolOutput, ToolSpec};
 use crate::herdr::error::{HerdrError, START_HERDR_HINT, codes};
 use crate::herdr::prompt_registry::{Reservation, fingerprint};
-use crate::herdr::{HerdrClient, HerdrService};
+use crate::herdr::HerdrService;
 
 pub const DEFAULT_WAIT_MS: u64 = 25_000;
 pub const MAX_WAIT_MS: u64 = 60_000;
@@ -74,8 +74,11 @@ fn observe(result: &Value) -> Value {
     })
 }
 
-async fn agent_get(client: &HerdrClient, target: &str) -> Result<Value, HerdrError> {
-    client.call("agent.get", json!({"target": target})).await.map(|r| observe(&r))
+/// `agent.get`, whose answer also tells the event cache the agent's current name.
+async fn agent_get(herdr: &HerdrService, target: &str) -> Result<Value, HerdrError> {
+    let answer = herdr.client.call("agent.get", json!({"target": target})).await?;
+    herdr.cache.adopt_answer(&answer);
+    Ok(observe(&answer))
 }
 
 /// A failure payload with the delivery facts every prompt failure carries.
@@ -172,7 +175,7 @@ fn run(ctx: Arc<ToolContext>, args: Map<String, Value>) -> BoxFuture<ToolOutput>
 /// (the key may then be used again).
 async fn deliver(herdr: &HerdrService, target: &str, text: &str, wait: Option<&Value>) -> (Value, bool) {
     let client = &herdr.client;
-    let before = match agent_get(client, target).await {
+    let before = match agent_get(herdr, target).await {
         Ok(b) => b,
         Err(e) => {
             let phase =
@@ -188,7 +191,10 @@ async fn deliver(herdr: &HerdrService, target: &str, text: &str, wait: Option<&V
     };
     let params = json!({"target": target, "text": text, "wait": wait});
     let prompted = match client.call_with_timeout("agent.prompt", params, budget).await {
-        Ok(r) => r,
+        Ok(r) => {
+            herdr.cache.adopt_answer(&r);
+            r
+        }
         Err(e) if e.is_unavailable() => return (failure(&e, "submit_or_response_lost", json!(false), target), false),
         Err(e) if e.from_daemon && e.code == "agent_blocked" => {
             let mut out = failure(&e, "submit", json!(false), target);
@@ -197,7 +203,7 @@ async fn deliver(herdr: &HerdrService, target: &str, text: &str, wait: Option<&V
             return (out, true);
         }
         Err(e) if e.from_daemon && e.code == codes::TIMEOUT && wait.is_some() => {
-            let after = agent_get(client, target).await.ok();
+            let after = agent_get(herdr, target).await.ok();
             let mut out = failure(&e, "post_submission_status_wait", json!(true), target);
             out["failure"] = json!("agent_status_wait_timeout");
             out["before"] = before;
@@ -214,14 +220,14 @@ async fn deliver(herdr: &HerdrService, target: &str, text: &str, wait: Option<&V
             return (out, true);
         }
     };
-    let mut after = agent_get(client, target).await.ok();
+    let mut after = agent_get(herdr, target).await.ok();
     let moved = |a: &Option<Value>| {
         a.as_ref()
             .is_some_and(|a| a["state_change_seq"] != before["state_change_seq"] || a["agent_status"] != before["agent_status"])
     };
     if wait.is_none() && !moved(&after) {
         tokio::time::sleep(SECOND_LOOK_DELAY).await;
-        if let Ok(second) = agent_get(client, target).await {
+        if let Ok(second) = agent_get(herdr, target).await {
             after = Some(second);
         }
     }

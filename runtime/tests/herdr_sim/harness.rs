@@ -66,6 +66,7 @@ pub fn schema_document() -> Value {
                     variant("agent.list", "EmptyParams"),
                     variant("agent.get", "AgentTarget"),
                     variant("agent.prompt", "AgentPromptParams"),
+                    variant("agent.rename", "AgentRenameParams"),
                     variant("events.subscribe", "EventsSubscribeParams")
                 ],
                 "$defs": {
@@ -83,6 +84,8 @@ pub fn schema_document() -> Value {
                     "PaneSendTextParams": {"type": "object", "required": ["pane_id", "text"], "properties": {
                         "pane_id": {"type": "string"}, "text": {"type": "string"}}},
                     "AgentTarget": {"type": "object", "required": ["target"], "properties": {"target": {"type": "string"}}},
+                    "AgentRenameParams": {"type": "object", "required": ["target", "name"], "properties": {
+                        "target": {"type": "string"}, "name": {"type": "string"}}},
                     "AgentStatus": {"type": "string", "enum": ["idle", "working", "blocked", "done", "unknown"]},
                     "AgentPromptParams": {"type": "object", "required": ["target", "text"], "properties": {
                         "target": {"type": "string"}, "text": {"type": "string"},

@@ -93,6 +93,14 @@ fn err(code: &str, message: impl Into<String>) -> Result<Value, (String, String)
     Err((code.to_string(), message.into()))
 }
 
+/// Herdr's agent name rule: `[a-z][a-z0-9_-]{0,31}`.
+fn herdr_agent_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && name.len() <= 32
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+}
+
 /// The dotted subscription name of an underscored lifecycle event (`pane_created` → `pane.created`).
 fn dotted(name: &str) -> String {
     name.replacen('_', ".", 1)
@@ -199,6 +207,7 @@ impl Shared {
                 }
             }
             "agent.prompt" => self.prompt(params).await,
+            "agent.rename" => self.rename_agent(params),
             "pane.send_text" => {
                 let pane = str_of(params, "pane_id").unwrap_or_default();
                 let mut st = self.state.lock().unwrap();
@@ -270,6 +279,31 @@ impl Shared {
             }
             _ => err("invalid_request", format!("invalid request: unknown variant `{method}`")),
         }
+    }
+
+    /// `agent.rename {target, name}`: answers the renamed agent's `agent_info` and, as
+    /// Herdr 0.8.2 does (spec/herdr.md §3, §5), emits no event.
+    fn rename_agent(&self, params: &Value) -> Result<Value, (String, String)> {
+        let target = str_of(params, "target").unwrap_or_default();
+        let name = str_of(params, "name").unwrap_or_default();
+        if !herdr_agent_name(name) {
+            return err("invalid_params", format!("invalid agent name {name:?}: expected [a-z][a-z0-9_-]{{0,31}}"));
+        }
+        let agent = {
+            let mut st = self.state.lock().unwrap();
+            let Some(i) = st.agents.iter().position(|a| str_of(a, "pane_id") == Some(target) || str_of(a, "name") == Some(target))
+            else {
+                return err("agent_not_found", format!("agent {target} not found"));
+            };
+            let pane = str_of(&st.agents[i], "pane_id").map(str::to_string);
+            if st.agents.iter().any(|a| str_of(a, "name") == Some(name) && str_of(a, "pane_id").map(str::to_string) != pane) {
+                return err("invalid_params", format!("agent name {name} is already in use"));
+            }
+            st.agents[i]["name"] = json!(name);
+            st.agents[i].clone()
+        };
+        self.bump();
+        ok(json!({"type": "agent_info", "agent": agent}))
     }
 
     /// `pane.split`: a new shell pane next to `target_pane_id` (or in `workspace_id`).
@@ -575,7 +609,8 @@ impl HerdrSim {
         self.shared.bump();
     }
 
-    /// Gives an agent a name (as `agent.rename` does).
+    /// Sets an agent's name with no check and no event: a name given outside the API
+    /// (or one breaking the rule, to test that a client does not adopt it).
     pub fn name_agent(&self, pane_id: &str, name: &str) {
         let mut st = self.shared.state.lock().unwrap();
         let a = st.agents.iter_mut().find(|a| str_of(a, "pane_id") == Some(pane_id)).expect("agent exists");
