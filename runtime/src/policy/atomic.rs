@@ -20,25 +20,38 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::dir_fd::{Dir, DirOpen, openat2_dir};
+use super::dir_fd::{Dir, DirOpen, EntryKind, openat2_dir};
 
 /// One change of a transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
-    /// Create or replace `path` with `bytes`.
+    /// Replace the regular file at `path` with `bytes` (or create it if nothing is
+    /// there). Anything else found at `path` refuses the transaction.
     Write { path: PathBuf, bytes: Vec<u8> },
+    /// Create `path` with `bytes`; refused if anything is named `path` by then.
+    Create { path: PathBuf, bytes: Vec<u8> },
     /// Create `path` with `bytes` and the permissions of the file `like` (the
-    /// source of a move, so an executable stays executable).
+    /// source of a move, so an executable stays executable); refused, as
+    /// `Create`, if anything is named `path` by then.
     WriteLike { path: PathBuf, bytes: Vec<u8>, like: PathBuf },
-    /// Remove the file at `path`.
+    /// Remove the regular file at `path`.
     Delete { path: PathBuf },
 }
 
 impl Change {
     pub fn path(&self) -> &Path {
         match self {
-            Change::Write { path, .. } | Change::WriteLike { path, .. } | Change::Delete { path } => path,
+            Change::Write { path, .. }
+            | Change::Create { path, .. }
+            | Change::WriteLike { path, .. }
+            | Change::Delete { path } => path,
         }
+    }
+
+    /// Whether the change makes a new file, which must never replace an entry
+    /// that appeared after the policy check.
+    fn creates(&self) -> bool {
+        matches!(self, Change::Create { .. } | Change::WriteLike { .. })
     }
 }
 
@@ -130,7 +143,7 @@ impl Txn {
                 Change::WriteLike { like, .. } => {
                     Some(txn.locate(like, open).map_err(|e| staging_failed(change.path(), e))?)
                 }
-                Change::Delete { .. } => None,
+                Change::Create { .. } | Change::Delete { .. } => None,
             };
             txn.targets.push(target);
             txn.models.push(model);
@@ -160,12 +173,13 @@ impl Txn {
     /// already written, so no target and no directory has changed.
     fn stage(&mut self, changes: &[Change]) -> Result<(), CommitError> {
         for (i, change) in changes.iter().enumerate() {
-            let staged = match (change, &self.models[i]) {
-                (Change::Write { bytes, .. } | Change::WriteLike { bytes, .. }, Some(model)) => {
-                    let mode = self.dir(model).file_mode(Path::new(&model.name));
+            let staged = match change {
+                Change::Write { bytes, .. } | Change::Create { bytes, .. } | Change::WriteLike { bytes, .. } => {
+                    let model = self.models[i].as_ref();
+                    let mode = model.and_then(|m| self.dir(m).file_mode(Path::new(&m.name)));
                     stage(self.dir(&self.targets[i]), &self.targets[i].name, bytes, mode, &self.id, i).map(Some)
                 }
-                _ => Ok(None),
+                Change::Delete { .. } => Ok(None),
             };
             match staged {
                 Ok(tmp) => self.temps.push(tmp),
@@ -179,15 +193,39 @@ impl Txn {
     }
 
     /// Moves an existing target aside to its backup, then the temp file into place.
+    /// What the policy check saw at the target is verified again here, on the
+    /// entry in the opened directory: a new file replaces nothing, and only a
+    /// regular file is replaced or deleted (a directory or symlink put there
+    /// since the check is put back and refuses the transaction).
     fn swap(&self, i: usize, change: &Change, done: &mut Vec<Step>) -> io::Result<()> {
         let dir = self.dir(&self.targets[i]);
         let target = Path::new(&self.targets[i].name);
-        if dir.contains(target) {
-            let backup = sibling(&self.targets[i].name, &self.id, i, "bak");
-            dir.rename(target, Path::new(&backup))?;
-            done.push(Step::Backed { i, backup });
-        } else if matches!(change, Change::Delete { .. }) {
-            return Err(io::Error::new(io::ErrorKind::NotFound, "the file to delete is gone"));
+        if change.creates() {
+            let temp = self.temps[i].as_ref().ok_or_else(|| io::Error::other("a new file has no staged content"))?;
+            dir.place_new(Path::new(temp), target)?;
+            done.push(Step::Placed { i });
+            return Ok(());
+        }
+        // Moved aside first and looked at under the backup name, which nobody
+        // else uses: what is checked is then what was moved, with no gap between.
+        let backup = sibling(&self.targets[i].name, &self.id, i, "bak");
+        match dir.rename(target, Path::new(&backup)) {
+            Ok(()) => {
+                done.push(Step::Backed { i, backup: backup.clone() });
+                if dir.entry(Path::new(&backup))? != EntryKind::File {
+                    // The undo of the step just recorded puts it back.
+                    return Err(io::Error::other(format!(
+                        "{} is no longer a regular file (a directory, symlink or special file took its place after the check); it was left as it is",
+                        dir.path.join(target).display()
+                    )));
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                if matches!(change, Change::Delete { .. }) {
+                    return Err(io::Error::new(io::ErrorKind::NotFound, "the file to delete is gone"));
+                }
+            }
+            Err(e) => return Err(e),
         }
         if let Some(temp) = &self.temps[i] {
             dir.rename(Path::new(temp), target)?;

@@ -146,17 +146,80 @@ fn a_directory_replaced_by_a_symlink_after_the_check_is_refused() {
     }
 }
 
-/// The target itself swapped for a symlink after the check is replaced as a name,
-/// never written through: the file it points to keeps its content.
+/// The target itself swapped for a symlink after the check is never written
+/// through, nor replaced: the commit is refused, the symlink put back, and the
+/// file it points to keeps its content.
 #[test]
-fn a_target_replaced_by_a_symlink_is_replaced_not_followed() {
+fn a_target_replaced_by_a_symlink_is_neither_followed_nor_replaced() {
     let (_tmp, dir) = canonical_tempdir();
     let (_out, outside) = canonical_tempdir();
     fs::write(outside.join("o"), "O").unwrap();
     symlink(outside.join("o"), dir.join("t")).unwrap();
-    commit(&[Change::Write { path: dir.join("t"), bytes: b"T".to_vec() }]).unwrap();
+    let err = commit(&[Change::Write { path: dir.join("t"), bytes: b"T".to_vec() }]).unwrap_err();
+    assert!(err.rolled_back && err.message.contains("is no longer a regular file"), "{err}");
     assert_eq!(fs::read(outside.join("o")).unwrap(), b"O");
-    assert!(!fs::symlink_metadata(dir.join("t")).unwrap().file_type().is_symlink());
-    assert_eq!(fs::read(dir.join("t")).unwrap(), b"T");
+    assert_eq!(fs::read_link(dir.join("t")).unwrap(), outside.join("o"));
     assert!(leftovers(&dir).is_empty() && leftovers(&outside).is_empty());
+}
+
+/// What the policy check saw at a target is verified again at the swap: an
+/// entry that appears at a new file's name is never replaced, and one that
+/// takes a replaced or deleted file's place is put back untouched. Every other
+/// change of the transaction is rolled back. The hook before the swap plays the
+/// other process.
+#[test]
+fn a_target_changed_after_the_check_refuses_the_commit_and_is_kept() {
+    type Intruder = fn(&Path);
+    let file: Intruder = |p| fs::write(p, "theirs").unwrap();
+    let directory: Intruder = |p| {
+        let _ = fs::remove_file(p);
+        fs::create_dir(p).unwrap();
+        fs::write(p.join("marker"), "kept").unwrap();
+    };
+    let link: Intruder = |p| {
+        let _ = fs::remove_file(p);
+        symlink("/etc/hostname", p).unwrap();
+    };
+    let kept = |p: &Path, intruder: usize| match intruder {
+        0 => fs::read(p).unwrap() == b"theirs",
+        1 => fs::read(p.join("marker")).unwrap() == b"kept",
+        _ => fs::read_link(p).unwrap() == Path::new("/etc/hostname"),
+    };
+    for (intruder, make) in [file, directory, link].into_iter().enumerate() {
+        let (_tmp, dir) = canonical_tempdir();
+        let (first, t) = (dir.join("first"), dir.join("t"));
+        fs::write(&first, "1").unwrap();
+        let like = dir.join("first");
+        let cases: Vec<(Change, bool)> = vec![
+            (Change::Create { path: t.clone(), bytes: b"ours".to_vec() }, false),
+            (Change::WriteLike { path: t.clone(), bytes: b"ours".to_vec(), like }, false),
+            (Change::Write { path: t.clone(), bytes: b"ours".to_vec() }, true),
+            (Change::Delete { path: t.clone() }, true),
+        ];
+        for (change, existed) in cases {
+            if intruder == 0 && existed {
+                continue; // a regular file is what a replacement expects
+            }
+            if t.is_dir() {
+                fs::remove_dir_all(&t).unwrap();
+            } else if t.symlink_metadata().is_ok() {
+                fs::remove_file(&t).unwrap();
+            }
+            if existed {
+                fs::write(&t, "checked").unwrap();
+            }
+            let changes = [Change::Write { path: first.clone(), bytes: b"2".to_vec() }, change.clone()];
+            let err = commit_with_fault(&changes, &mut |i| {
+                if i == 1 {
+                    make(&t);
+                }
+                Ok(())
+            })
+            .unwrap_err();
+            assert!(err.rolled_back, "{change:?} / intruder {intruder}: {err}");
+            assert!(kept(&t, intruder), "{change:?} / intruder {intruder}: {err}");
+            assert_eq!(fs::read(&first).unwrap(), b"1", "{change:?} / intruder {intruder}");
+            assert!(leftovers(&dir).is_empty(), "{:?}", leftovers(&dir));
+        }
+    }
 }

@@ -45,6 +45,22 @@ pub(crate) fn openat2_dir(path: &Path) -> io::Result<OwnedFd> {
     openat2_no_symlinks_with(path, dir_flags())
 }
 
+/// What a name in a [`Dir`] holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EntryKind {
+    Missing,
+    File,
+    /// A directory, symlink, FIFO, socket or device.
+    Other,
+}
+
+fn appeared(name: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        format!("{} appeared after the target was checked; it was left as it is", name.display()),
+    )
+}
+
 /// A directory open by descriptor, with the path it was checked under (for messages).
 #[derive(Debug)]
 pub(crate) struct Dir {
@@ -78,9 +94,31 @@ impl Dir {
         Ok(File::from(fd))
     }
 
-    /// Whether anything (a symlink included, not followed) is named `name`.
-    pub fn contains(&self, name: &Path) -> bool {
-        nix::sys::stat::fstatat(&self.fd, name, AtFlags::AT_SYMLINK_NOFOLLOW).is_ok()
+    /// What is named `name` (a symlink is not followed, so it is `Other`).
+    pub fn entry(&self, name: &Path) -> io::Result<EntryKind> {
+        match nix::sys::stat::fstatat(&self.fd, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
+            Ok(st) if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFREG => Ok(EntryKind::File),
+            Ok(_) => Ok(EntryKind::Other),
+            Err(nix::errno::Errno::ENOENT) => Ok(EntryKind::Missing),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Gives the file `from` the name `to` only if nothing is named `to`: a hard
+    /// link fails atomically on an existing name, where a rename would replace it.
+    /// Filesystems without hard links get a look and a rename, which leaves the
+    /// moment between the two open.
+    pub fn place_new(&self, from: &Path, to: &Path) -> io::Result<()> {
+        match nix::unistd::linkat(&self.fd, from, &self.fd, to, AtFlags::empty()) {
+            Ok(()) => self.unlink(from),
+            Err(nix::errno::Errno::EEXIST) => Err(appeared(to)),
+            Err(_) => {
+                if self.entry(to)? != EntryKind::Missing {
+                    return Err(appeared(to));
+                }
+                self.rename(from, to)
+            }
+        }
     }
 
     /// The permission bits of the regular file `name`; None for anything else

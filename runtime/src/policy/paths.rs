@@ -31,6 +31,18 @@ pub struct Resolved {
     pub root: PathBuf,
 }
 
+/// What [`Policy::resolve_target`] found at a target's name, reported only after
+/// the root gate.
+enum Entry {
+    Missing,
+    /// `lstat` failed for another reason than absence (no search permission, …).
+    Uninspectable(std::io::Error),
+    /// A symlink (`link`) to a path inside the root; `file`: a regular file is there.
+    Linked { file: bool, link: PathBuf },
+    /// Not a symlink; `file`: a regular file.
+    Present { file: bool },
+}
+
 /// A caller's path after [`Policy::locate_existing`].
 pub(super) enum Located {
     /// Normalized and inside `root` by its letters; symlinks not yet looked at.
@@ -88,6 +100,29 @@ impl Policy {
     /// Resolves where a new or replaced file would be written. The parent directory
     /// must exist (`parent_not_found`) and be a directory (`parent_not_directory`).
     pub fn resolve_target(&self, raw: &str) -> Result<Target, Refusal> {
+        self.resolve_target_gated(raw, &super::open::no_gate)
+    }
+
+    /// [`Policy::resolve_target`] with `gate` run on the target's managed root once
+    /// the path is known to lead to a place inside it (the path refusals come
+    /// first), and before anything about the entry at that place is reported
+    /// (`invalid_target`, `target_unresolvable` for an entry that cannot be
+    /// inspected). A gate refusal is returned as it is.
+    ///
+    /// What is checked here by path, and why the commit cannot be led elsewhere
+    /// by a change made after the check:
+    /// - the parent directory: the commit opens the canonical parent found here
+    ///   with `RESOLVE_NO_SYMLINKS` and works relative to that descriptor only
+    ///   (`dir_fd`), so a directory swapped for a symlink refuses the commit;
+    /// - the final name: the commit never follows it. A symlink found here is
+    ///   resolved once and the write goes to the real file's own directory; a
+    ///   symlink put there later is moved aside like any entry, not followed;
+    /// - what the name holds (nothing, or a regular file): `exists` is recorded in
+    ///   the [`Target`] and the commit verifies it again on the entry itself, in
+    ///   the directory descriptor ([`crate::policy::atomic::Change::Create`] never
+    ///   replaces anything; a replacement refuses an entry that is not a regular
+    ///   file), so a file or directory appearing in between is never destroyed.
+    pub fn resolve_target_gated(&self, raw: &str, gate: super::open::RootGate) -> Result<Target, Refusal> {
         let lexical = self.normalize(raw)?;
         let root = match self.root_of_normal(Normal::trusted(&lexical)) {
             Some(root) => root,
@@ -126,17 +161,9 @@ impl Policy {
             return Err(escape(parent, &parent_real, &root));
         }
         let candidate = parent_real.join(name);
-        let target = match std::fs::symlink_metadata(&candidate) {
-            Err(e) if e.kind() == ErrorKind::NotFound => {
-                Target { path: candidate, root: root.clone(), exists: false }
-            }
-            Err(e) => {
-                return Err(Refusal::new(
-                    "target_unresolvable",
-                    format!("cannot inspect {}: {e}", candidate.display()),
-                    json!({"path": candidate.display().to_string()}),
-                ));
-            }
+        let (path, entry) = match std::fs::symlink_metadata(&candidate) {
+            Err(e) if e.kind() == ErrorKind::NotFound => (candidate, Entry::Missing),
+            Err(e) => (candidate, Entry::Uninspectable(e)),
             Ok(meta) if meta.file_type().is_symlink() => {
                 let real = candidate.canonicalize().map_err(|e| {
                     Refusal::new(
@@ -148,16 +175,31 @@ impl Policy {
                 if !lexical::within(Normal::trusted(&real), &root) {
                     return Err(escape(&candidate, &real, &root));
                 }
-                if !real.is_file() {
-                    return Err(invalid_target(&candidate, "the symlink does not point to a regular file"));
-                }
-                Target { path: real, root: root.clone(), exists: true }
+                let file = real.is_file();
+                (real, Entry::Linked { file, link: candidate })
             }
-            Ok(meta) if meta.is_file() => Target { path: candidate, root: root.clone(), exists: true },
-            Ok(_) => return Err(invalid_target(&candidate, "a directory or special file is in the way")),
+            Ok(meta) => (candidate, Entry::Present { file: meta.is_file() }),
         };
-        deny_secret(Normal::trusted(&target.path), &root)?;
-        Ok(target)
+        deny_secret(Normal::trusted(&path), &root)?;
+        gate(&root)?;
+        let exists = match entry {
+            Entry::Missing => false,
+            Entry::Uninspectable(e) => {
+                return Err(Refusal::new(
+                    "target_unresolvable",
+                    format!("cannot inspect {}: {e}", path.display()),
+                    json!({"path": path.display().to_string()}),
+                ));
+            }
+            Entry::Linked { file: false, link } => {
+                return Err(invalid_target(&link, "the symlink does not point to a regular file"));
+            }
+            Entry::Present { file: false } => {
+                return Err(invalid_target(&path, "a directory or special file is in the way"));
+            }
+            Entry::Linked { file: true, .. } | Entry::Present { file: true } => true,
+        };
+        Ok(Target { path, root, exists })
     }
 
     /// Control-character check, anchoring and lexical normalization.

@@ -1,12 +1,11 @@
 //! `herdr_fs_edit`: replace one exact, unique piece of text in an existing file.
 
-use std::io::Read;
-
 use regex::bytes::Regex;
 use serde_json::{Map, Value, json};
 
 use super::common::{bool_arg, object_schema, path_refusal, path_schema, req_str};
 use super::mutation::check_dirty;
+use super::unsized_read::read_whole;
 use super::{Access, Handler, ToolContext, ToolOutput, ToolSpec};
 use crate::policy::atomic::{Change, commit};
 
@@ -53,10 +52,10 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
         Err(r) => return r.into(),
     };
     let (path, root) = (&opened.resolved.real, &opened.resolved.root);
-    let mut before = Vec::with_capacity(opened.meta.len() as usize);
-    if let Err(e) = opened.file.read_to_end(&mut before) {
-        return path_refusal("read_failed", path, format!("cannot read {}: {e}", path.display()));
-    }
+    let before = match read_whole(&mut opened.file, opened.meta.len()) {
+        Ok(bytes) => bytes,
+        Err(e) => return path_refusal("read_failed", path, format!("cannot read {}: {e}", path.display())),
+    };
     let old = req_str(args, "old_string");
     let finder = Regex::new(&regex::escape(old)).expect("an escaped literal is a valid regex");
     let occurrences = finder.find_iter(&before).count();

@@ -5,13 +5,13 @@
 
 use std::collections::HashSet;
 use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
 use super::common::{bool_arg, object_schema, path_schema, req_str};
 use super::mutation::check_dirty;
+use super::unsized_read::read_whole;
 use super::patch_apply::{HunkError, TextFile, apply_hunks};
 use super::patch_parse::{HunkLine, Op, parse};
 use super::{Access, Handler, ToolContext, ToolOutput, ToolSpec};
@@ -88,12 +88,14 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
         Err(e) => return failed(&e, Value::Null),
     };
     let dry_run = bool_arg(args, "dry_run", false);
-    if !dry_run && let Err(r) = ctx.policy.check_mutation(&root) {
-        return r.into();
-    }
+    // The mutation gate runs per file, as each path is resolved, so that as in
+    // fs_edit and fs_write a path refusal comes before it and anything about the
+    // file itself (missing context, a directory in the way) after it. Every
+    // patch names at least one file, so the gate always runs. dry_run skips it.
+    let gate = Gate { ctx, root: &root, mutation: !dry_run };
     let mut plan = Plan::default();
     for op in &ops {
-        if let Err(out) = plan_op(ctx, &root, op, &mut plan) {
+        if let Err(out) = plan_op(&gate, op, &mut plan) {
             return out;
         }
     }
@@ -134,10 +136,32 @@ fn project_root(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolOutput> {
     ))
 }
 
-fn plan_op(ctx: &ToolContext, root: &Path, op: &Op, plan: &mut Plan) -> Result<(), ToolOutput> {
+/// What every file of a patch must pass once its path is resolved.
+struct Gate<'a> {
+    ctx: &'a ToolContext,
+    root: &'a Path,
+    /// Whether the mutation gate applies (not for dry_run).
+    mutation: bool,
+}
+
+impl Gate<'_> {
+    /// The file's root must be the patch's own, and the root writable.
+    fn check(&self, resolved_root: &Path, raw: &str) -> Result<(), Refusal> {
+        if resolved_root != self.root {
+            return Err(cross_project_refusal(self.root, raw));
+        }
+        if self.mutation {
+            self.ctx.policy.check_mutation(self.root)?;
+        }
+        Ok(())
+    }
+}
+
+fn plan_op(gate: &Gate, op: &Op, plan: &mut Plan) -> Result<(), ToolOutput> {
+    let root = gate.root;
     match op {
         Op::Add { path, lines } => {
-            let target = resolve_target(ctx, root, path)?;
+            let target = resolve_target(gate, path)?;
             if target.exists {
                 return Err(failed(&format!("cannot add {path}: the file already exists"), json!({"path": path})));
             }
@@ -145,12 +169,12 @@ fn plan_op(ctx: &ToolContext, root: &Path, op: &Op, plan: &mut Plan) -> Result<(
             plan.additions += lines.len();
             plan.summary.push(format!("A {}", rel(root, &target.path)));
             plan.affected.push(json!({"path": target.path.display().to_string(), "operation": "add"}));
-            plan.changes.push(Change::Write { path: target.path, bytes: TextFile::new(lines.clone()).encode() });
+            plan.changes.push(Change::Create { path: target.path, bytes: TextFile::new(lines.clone()).encode() });
         }
         Op::Delete { path } => {
-            let (src, mut file) = open_file(ctx, root, path)?;
+            let (src, mut file, len) = open_file(gate, path)?;
             plan.claim(&src.real, path)?;
-            let text = read_text(&mut file, path)?;
+            let text = read_text(&mut file, len, path)?;
             plan.removals += text.lines.len();
             plan.summary.push(format!("D {}", rel(root, &src.real)));
             plan.affected.push(json!({"path": src.real.display().to_string(), "operation": "delete"}));
@@ -158,9 +182,9 @@ fn plan_op(ctx: &ToolContext, root: &Path, op: &Op, plan: &mut Plan) -> Result<(
             plan.changes.push(Change::Delete { path: src.real });
         }
         Op::Update { path, move_to, hunks } => {
-            let (src, mut file) = open_file(ctx, root, path)?;
+            let (src, mut file, len) = open_file(gate, path)?;
             plan.claim(&src.real, path)?;
-            let mut text = read_text(&mut file, path)?;
+            let mut text = read_text(&mut file, len, path)?;
             let new_lines = apply_hunks(&text.lines, hunks).map_err(|e| hunk_failure(path, e))?;
             text.set_lines(new_lines);
             for line in hunks.iter().flat_map(|h| &h.lines) {
@@ -179,7 +203,7 @@ fn plan_op(ctx: &ToolContext, root: &Path, op: &Op, plan: &mut Plan) -> Result<(
                     plan.changes.push(Change::Write { path: src.real, bytes });
                 }
                 Some(dest_raw) => {
-                    let dest = resolve_target(ctx, root, dest_raw)?;
+                    let dest = resolve_target(gate, dest_raw)?;
                     if dest.exists {
                         return Err(failed(
                             &format!("cannot move {path} to {dest_raw}: the destination already exists"),
@@ -230,35 +254,31 @@ fn same_project(ctx: &ToolContext, root: &Path, raw: &str) -> Result<String, Too
 }
 
 /// An existing file of the project, open for reading, so that the content patched
-/// is that of the file the checks were about.
-fn open_file(ctx: &ToolContext, root: &Path, raw: &str) -> Result<(Resolved, File), ToolOutput> {
-    let full = same_project(ctx, root, raw)?;
-    // Another project's file is refused as such before its type or readability
-    // is reported; the gate sees the root the open resolved, so the path is
-    // resolved once for both.
-    let same_root = |resolved_root: &Path| {
-        if resolved_root == root { Ok(()) } else { Err(cross_project_refusal(root, raw)) }
-    };
-    let opened = ctx.policy.open_existing_file_gated(&full, &same_root).map_err(|r| match r.reason {
+/// is that of the file the checks were about; with the size its descriptor reported.
+fn open_file(gate: &Gate, raw: &str) -> Result<(Resolved, File, u64), ToolOutput> {
+    let full = same_project(gate.ctx, gate.root, raw)?;
+    // Another project's file, or a read-only runtime, is refused as such before
+    // the file's type or readability is reported; the gate sees the root the
+    // open resolved, so the path is resolved once for both.
+    let check = |resolved_root: &Path| gate.check(resolved_root, raw);
+    let opened = gate.ctx.policy.open_existing_file_gated(&full, &check).map_err(|r| match r.reason {
         "not_a_file" => failed(&format!("{raw} is not a regular file"), json!({"path": raw})),
         "read_failed" => failed(&r.message, json!({"path": raw})),
         _ => refusal(r),
     })?;
-    Ok((opened.resolved, opened.file))
+    let len = opened.meta.len();
+    Ok((opened.resolved, opened.file, len))
 }
 
-fn resolve_target(ctx: &ToolContext, root: &Path, raw: &str) -> Result<Target, ToolOutput> {
-    let full = same_project(ctx, root, raw)?;
-    let target = ctx.policy.resolve_target(&full).map_err(refusal)?;
-    if target.root != root {
-        return Err(cross_project(root, raw));
-    }
-    Ok(target)
+/// Where a new file of the patch goes, with the same gate as [`open_file`].
+fn resolve_target(gate: &Gate, raw: &str) -> Result<Target, ToolOutput> {
+    let full = same_project(gate.ctx, gate.root, raw)?;
+    let check = |resolved_root: &Path| gate.check(resolved_root, raw);
+    gate.ctx.policy.resolve_target_gated(&full, &check).map_err(refusal)
 }
 
-fn read_text(file: &mut File, raw: &str) -> Result<TextFile, ToolOutput> {
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).map_err(|e| failed(&format!("cannot read {raw}: {e}"), json!({"path": raw})))?;
+fn read_text(file: &mut File, len: u64, raw: &str) -> Result<TextFile, ToolOutput> {
+    let bytes = read_whole(file, len).map_err(|e| failed(&format!("cannot read {raw}: {e}"), json!({"path": raw})))?;
     TextFile::decode(&bytes).map_err(|e| failed(&format!("cannot patch {raw}: {e}"), json!({"path": raw})))
 }
 

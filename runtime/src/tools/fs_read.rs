@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 
 use super::common::{object_schema, path_schema, req_str, u64_arg};
 use super::fs_read_window::{Window, WindowScanner, into_text, select};
+use super::unsized_read::Bounded;
 use super::{Access, BoxFuture, Handler, ToolContext, ToolOutput, ToolSpec};
 use crate::policy::{OpenedFile, Resolved};
 
@@ -22,11 +23,7 @@ pub const MAX_BYTES_LIMIT: u64 = 262_144;
 /// and so do files that report a size of 0: pseudo-files (procfs, sysfs) report 0
 /// whatever they hold, and producing their text can take the kernel a while.
 pub const INLINE_READ_MAX_BYTES: u64 = 262_144;
-/// Most bytes read from a file that reports a size of 0. Its size bounds nothing,
-/// and a file that never ends (or one appended to faster than it is read) would
-/// otherwise hold the call and a pool thread for good. The largest pseudo-files
-/// one may want to read (`/proc/kallsyms`, some MiB) stay well below.
-pub const UNSIZED_READ_MAX_BYTES: u64 = 64 << 20;
+pub use super::unsized_read::UNSIZED_READ_MAX_BYTES;
 /// Read size for files read in chunks: big enough that a large file takes few
 /// system calls, small enough to hold beside the window on a pool thread.
 const CHUNK_BYTES: usize = 65_536;
@@ -176,13 +173,7 @@ fn read_file_window(file: File, len: u64, start: u64, end: u64, budget: usize) -
 /// bytes. The file was opened non-blocking, so a pseudo-file with nothing to
 /// give yet fails the read (`EAGAIN`) instead of waiting.
 fn read_unsized_window(file: File, max: u64, start: u64, end: u64, budget: usize) -> std::io::Result<FileWindow> {
-    // One byte past the limit tells a file of exactly `max` bytes from a longer one.
-    let (window, read) = read_in_chunks(file, max.saturating_add(1), start, end, budget)?;
-    if read > max {
-        return Err(std::io::Error::other(format!(
-            "it reports a size of 0 but holds more than {max} bytes, the most read from such a file"
-        )));
-    }
+    let (window, _) = read_in_chunks(Bounded::new(file, max), u64::MAX, start, end, budget)?;
     Ok(FileWindow { window, size: 0 })
 }
 
@@ -197,7 +188,7 @@ fn read_whole(file: File, len: u64, start: u64, end: u64, budget: usize) -> std:
 }
 
 /// Up to `limit` bytes of `file`, [`CHUNK_BYTES`] at a time.
-fn read_in_chunks(mut file: File, limit: u64, start: u64, end: u64, budget: usize) -> std::io::Result<(Window, u64)> {
+fn read_in_chunks(mut file: impl std::io::Read, limit: u64, start: u64, end: u64, budget: usize) -> std::io::Result<(Window, u64)> {
     let mut scanner = WindowScanner::new(start, end, budget);
     let mut chunk = vec![0; CHUNK_BYTES];
     let mut read = 0u64;

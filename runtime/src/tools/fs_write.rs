@@ -40,14 +40,14 @@ fn schema() -> Value {
 }
 
 fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
-    let target = match ctx.policy.resolve_target(req_str(args, "path")) {
+    // As in fs_edit: the path refusals first, then the mutation gate, then what
+    // is at the path (a directory or FIFO in the way).
+    let gate = |root: &std::path::Path| ctx.policy.check_mutation(root);
+    let target = match ctx.policy.resolve_target_gated(req_str(args, "path"), &gate) {
         Ok(t) => t,
         Err(r) => return r.into(),
     };
     let (path, root) = (&target.path, &target.root);
-    if let Err(r) = ctx.policy.check_mutation(root) {
-        return r.into();
-    }
     if target.exists && !bool_arg(args, "overwrite", false) {
         return ToolOutput::refusal(
             "overwrite_confirmation_required",
@@ -62,7 +62,14 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
     }
     let content = req_str(args, "content").as_bytes().to_vec();
     let bytes = content.len();
-    if let Err(e) = commit(&[Change::Write { path: path.clone(), bytes: content }]) {
+    // A new file is created only if nothing took its name since the check, so a
+    // file that appeared meanwhile is never replaced without overwrite:true.
+    let change = if target.exists {
+        Change::Write { path: path.clone(), bytes: content }
+    } else {
+        Change::Create { path: path.clone(), bytes: content }
+    };
+    if let Err(e) = commit(&[change]) {
         return ToolOutput::refusal("write_failed", e.message, json!({"path": path.display().to_string()}));
     }
     ToolOutput::payload(json!({

@@ -23,6 +23,7 @@ pub mod exec_read;
 pub mod exec_start;
 pub mod fs_read;
 pub mod fs_read_window;
+pub mod unsized_read;
 pub mod mutation;
 pub mod git_cli;
 pub mod inspect;

@@ -1,0 +1,102 @@
+//! What a write target holds, changed between the policy check and the commit.
+//! `herdr_fs_write` decides by path whether its target is new or a regular file
+//! to replace; the commit verifies that again on the entry in the checked
+//! directory's descriptor, so a file that appears is never replaced without
+//! overwrite:true, and a directory that takes a file's place is put back, not
+//! moved aside and left behind. (Against the commit that trusted the check, the
+//! first test lost the other writer's file and the second left backup
+//! directories behind, both within the first second.)
+
+mod tools_support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tools_support::*;
+
+const RACE_FOR: Duration = Duration::from_secs(2);
+
+/// Runs `step` in a loop on another thread while `call` runs in a loop here for
+/// [`RACE_FOR`]; returns the outcomes of `call` by reason/code ("ok" for success).
+fn race(step: impl Fn() + Send + 'static, mut call: impl FnMut() -> Value) -> BTreeMap<String, usize> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let racer = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                step();
+            }
+        })
+    };
+    let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
+    let deadline = Instant::now() + RACE_FOR;
+    while Instant::now() < deadline {
+        let r = call();
+        let why = if r["ok"] == true { "ok" } else { r["reason"].as_str().or(r["code"].as_str()).unwrap_or("?") };
+        *outcomes.entry(why.to_string()).or_default() += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    racer.join().unwrap();
+    outcomes
+}
+
+/// Entries of the transaction (temp or backup files) left in `dir`.
+fn leftovers(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".herdr-mcp-"))
+        .collect()
+}
+
+#[test]
+fn a_file_that_appears_after_the_check_is_never_replaced_without_overwrite() {
+    let repo = Repo::with_files(&[("theirs.txt", "theirs\n")]);
+    let (parked, name): (PathBuf, PathBuf) = (repo.path("theirs.txt"), repo.path("new.txt"));
+    // Another writer moves its file to the name and back, over and over. A
+    // rename replaces: whatever fs_write created there is the other writer's to
+    // lose, never the other way round.
+    let (a, n) = (parked.clone(), name.clone());
+    let outcomes = race(
+        move || {
+            if std::fs::rename(&a, &n).is_ok() {
+                let _ = std::fs::rename(&n, &a);
+            }
+        },
+        || call(&repo.ctx(), "herdr_fs_write", json!({"path": repo.p("new.txt"), "content": "ours\n"})),
+    );
+    let allowed = ["ok", "overwrite_confirmation_required", "write_failed"];
+    assert!(outcomes.keys().all(|k| allowed.contains(&k.as_str())), "{outcomes:?}");
+    assert!(outcomes.get("write_failed").is_some_and(|&n| n > 0), "the file never appeared mid-commit: {outcomes:?}");
+    let survived = [&parked, &name].iter().any(|p| std::fs::read(p).is_ok_and(|b| b == b"theirs\n"));
+    assert!(survived, "the other writer's file was replaced: {outcomes:?}");
+    assert!(leftovers(&repo.root).is_empty(), "{:?}", leftovers(&repo.root));
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_directory_that_takes_a_files_place_after_the_check_is_put_back() {
+    let repo = Repo::with_files(&[("f.txt", "old\n"), ("d/marker", "kept\n")]);
+    let (f, d) = (repo.path("f.txt"), repo.path("d"));
+    let outcomes = race(
+        move || {
+            let (fd, flags) = (nix::fcntl::AT_FDCWD, nix::fcntl::RenameFlags::RENAME_EXCHANGE);
+            // Fails while the commit has moved the entry aside; tried again.
+            let _ = nix::fcntl::renameat2(fd, &f, fd, &d, flags);
+        },
+        || {
+            let args = json!({"path": repo.p("f.txt"), "content": "ours\n", "overwrite": true, "confirm_dirty": true});
+            call(&repo.ctx(), "herdr_fs_write", args)
+        },
+    );
+    let allowed = ["ok", "invalid_target", "write_failed"];
+    assert!(outcomes.keys().all(|k| allowed.contains(&k.as_str())), "{outcomes:?}");
+    assert!(outcomes.get("write_failed").is_some_and(|&n| n > 0), "no directory arrived mid-commit: {outcomes:?}");
+    let dir_kept = ["f.txt", "d"].iter().any(|n| repo.path(n).join("marker").is_file());
+    assert!(dir_kept, "the directory was replaced: {outcomes:?}");
+    assert!(leftovers(&repo.root).is_empty(), "{:?}", leftovers(&repo.root));
+}
