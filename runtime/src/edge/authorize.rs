@@ -104,9 +104,19 @@ pub fn redirect_to(redirect_uri: &str, extra: &[(&str, &str)], state: Option<&st
     resp
 }
 
+/// The redirect URI an approval recorded, if it still parses and is still one the
+/// client registered. The row was checked when it was written, but the database can
+/// be damaged or carried over from an older schema, and a code must never travel to
+/// a URI nobody verified.
+pub fn verified_redirect(client: &Client, stored: &str) -> Option<url::Url> {
+    if !client.redirect_uris.iter().any(|u| u == stored) {
+        return None;
+    }
+    url::Url::parse(stored).ok()
+}
+
 /// Builds the redirect URL (as a string) that carries a fresh code.
-pub fn code_redirect_url(redirect_uri: &str, code: &str, state: Option<&str>, iss: &str) -> String {
-    let mut url = url::Url::parse(redirect_uri).expect("redirect URIs are validated at registration");
+pub fn code_redirect_url(mut url: url::Url, code: &str, state: Option<&str>, iss: &str) -> String {
     {
         let mut q = url.query_pairs_mut();
         q.append_pair("code", code);
@@ -340,9 +350,18 @@ async fn poll(State(s): State<Arc<EdgeState>>, RawQuery(raw): RawQuery) -> Respo
                 let Some(client) = load_client(tx, &client_id)? else {
                     return Ok(poll_error(410, "not_found", "the client no longer exists"));
                 };
-                let req = AuthRequest { client, redirect_uri: redirect_uri.clone(), code_challenge: challenge, resource, scope, state: state.clone() };
+                // Checked before a code is minted, so a damaged row leaves no code behind.
+                let Some(target) = verified_redirect(&client, &redirect_uri) else {
+                    tracing::error!(
+                        request_id,
+                        client_id,
+                        "approved request holds a redirect_uri that is not a registered URL of its client ({redirect_uri:?}); no code issued"
+                    );
+                    return Ok(poll_error(500, "server_error", "the stored authorization request is damaged; start the connection again"));
+                };
+                let req = AuthRequest { client, redirect_uri, code_challenge: challenge, resource, scope, state: state.clone() };
                 let code = mint_code(tx, &req, &connector_id, generation, now)?;
-                let redirect = code_redirect_url(&redirect_uri, &code, state.as_deref(), &iss);
+                let redirect = code_redirect_url(target, &code, state.as_deref(), &iss);
                 Ok(json_response(200, json!({"status": "approved", "redirect": redirect})))
             }
             _ => Ok(poll_error(410, "rejected", "the approval request is no longer valid")),

@@ -54,20 +54,31 @@ pub fn load_client(tx: &Transaction<'_>, client_id: &str) -> rusqlite::Result<Op
          FROM clients WHERE client_id = ?1",
         [client_id],
         |r| {
+            let id: String = r.get(0)?;
             let uris: String = r.get(3)?;
             let grants: String = r.get(4)?;
             Ok(Client {
-                client_id: r.get(0)?,
                 secret_hash: r.get(1)?,
                 client_name: r.get(2)?,
-                redirect_uris: serde_json::from_str(&uris).unwrap_or_default(),
-                grant_types: serde_json::from_str(&grants).unwrap_or_default(),
+                redirect_uris: stored_list(&id, "redirect_uris", &uris),
+                grant_types: stored_list(&id, "grant_types", &grants),
+                client_id: id,
                 auth_method: r.get(5)?,
                 auth_source: r.get(6)?,
             })
         },
     )
     .optional()
+}
+
+/// A JSON string list from a client row. A damaged one reads as empty, which
+/// registers nothing (no redirect or grant matches it), and is logged so the
+/// operator learns why that client is refused.
+fn stored_list(client_id: &str, column: &str, raw: &str) -> Vec<String> {
+    serde_json::from_str(raw).unwrap_or_else(|e| {
+        tracing::error!(client_id, "stored {column} of the client is not a JSON string list ({e}); treated as empty");
+        Vec::new()
+    })
 }
 
 /// Drops unapproved registrations older than the TTL (they never got a connector).

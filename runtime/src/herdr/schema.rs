@@ -15,6 +15,10 @@ pub const SCHEMA_TTL: Duration = Duration::from_secs(60);
 pub const MAX_SCHEMA_BYTES: usize = 8 * 1024 * 1024;
 /// Nesting depth at which parameter checks stop descending (guards against `$ref` cycles).
 const MAX_DEPTH: usize = 16;
+/// Schema nodes one `check_params` call may visit. Nested `anyOf`/`oneOf` multiply
+/// the branches tried (up to the depth cap), so without a bound a hostile schema
+/// could make a check take hours; real Herdr params need a few dozen visits.
+pub const MAX_CHECK_VISITS: usize = 10_000;
 
 pub const SOURCE_LABEL: &str = "herdr api schema --json (live, 60s cache)";
 
@@ -101,11 +105,12 @@ impl ApiSchema {
             }
         }
         let mut warnings = vec![];
+        let mut budget = MAX_CHECK_VISITS;
         for (name, value) in params {
             match props.get(name) {
                 None => warnings.push(format!("unknown param {name} (not in Herdr's schema for {}; sent anyway)", method.name)),
                 Some(schema) => {
-                    if let Err(why) = conforms(&self.document, schema, value, 0) {
+                    if let Err(why) = conforms(&self.document, schema, value, 0, &mut budget) {
                         errors.push(ParamIssue { name: name.clone(), message: format!("{name}: {why}") });
                     }
                 }
@@ -142,15 +147,19 @@ fn type_matches(name: &str, value: &Value) -> bool {
 /// A shallow conformance check: type, enum, const, and the alternatives of
 /// `anyOf`/`oneOf`; array items and object members one level down. Herdr itself
 /// is the final judge; this only catches mistakes before they cost a call.
-fn conforms(document: &Value, schema: &Value, value: &Value, depth: usize) -> Result<(), String> {
-    if depth > MAX_DEPTH {
+///
+/// Past the depth cap or once `budget` visits are spent the answer is "cannot
+/// check", which passes: an `Err` is only ever a mismatch actually seen.
+fn conforms(document: &Value, schema: &Value, value: &Value, depth: usize, budget: &mut usize) -> Result<(), String> {
+    if depth > MAX_DEPTH || *budget == 0 {
         return Ok(());
     }
+    *budget -= 1;
     let schema = resolve(document, schema, depth);
     if let Some(options) = schema.get("anyOf").or_else(|| schema.get("oneOf")).and_then(Value::as_array) {
         let mut reasons = vec![];
         for option in options {
-            match conforms(document, option, value, depth + 1) {
+            match conforms(document, option, value, depth + 1, budget) {
                 Ok(()) => return Ok(()),
                 Err(r) => reasons.push(r),
             }
@@ -178,7 +187,7 @@ fn conforms(document: &Value, schema: &Value, value: &Value, depth: usize) -> Re
     }
     if let (Some(items), Some(values)) = (schema.get("items"), value.as_array()) {
         for (i, v) in values.iter().enumerate() {
-            conforms(document, items, v, depth + 1).map_err(|e| format!("item {i} {e}"))?;
+            conforms(document, items, v, depth + 1, budget).map_err(|e| format!("item {i} {e}"))?;
         }
     }
     if let (Some(props), Some(obj)) = (schema.get("properties").and_then(Value::as_object), value.as_object()) {
@@ -189,7 +198,7 @@ fn conforms(document: &Value, schema: &Value, value: &Value, depth: usize) -> Re
         }
         for (k, v) in obj {
             if let Some(s) = props.get(k) {
-                conforms(document, s, v, depth + 1).map_err(|e| format!("member {k} {e}"))?;
+                conforms(document, s, v, depth + 1, budget).map_err(|e| format!("member {k} {e}"))?;
             }
         }
     }
@@ -301,6 +310,56 @@ mod tests {
         assert_eq!(names, ["pane_id", "source"]);
         let (errors, _) = s.check_params(m, &p(json!({"source": "visible"})));
         assert_eq!(errors[0].message, "pane_id is required");
+    }
+
+    /// One method `m` whose only param `x` has the schema `x`, plus `$defs`.
+    fn single_param(x: Value, defs: Value) -> ApiSchema {
+        ApiSchema::parse(json!({"schemas": {"request": {
+            "oneOf": [{"properties": {"method": {"const": "m"}, "params": {"type": "object", "properties": {"x": x}}}}],
+            "$defs": defs
+        }}}))
+        .unwrap()
+    }
+
+    fn errors_for(s: &ApiSchema, x: Value) -> Vec<ParamIssue> {
+        s.check_params(&s.methods["m"], json!({"x": x}).as_object().unwrap()).0
+    }
+
+    #[test]
+    fn the_visit_budget_is_exact() {
+        let s = single_param(json!({"type": "array", "items": {"type": "string"}}), json!({}));
+        // One visit for the array, one per item; only the last item is wrong.
+        let with_bad_last = |n: usize| {
+            let mut items = vec![json!("ok"); n - 1];
+            items.push(json!(7));
+            Value::Array(items)
+        };
+        let errors = errors_for(&s, with_bad_last(MAX_CHECK_VISITS - 1));
+        assert_eq!(errors.len(), 1, "the last visit within the budget still finds the mismatch");
+        assert!(errors[0].message.contains(&format!("item {}", MAX_CHECK_VISITS - 2)), "{errors:?}");
+        assert!(errors_for(&s, with_bad_last(MAX_CHECK_VISITS)).is_empty(), "one visit past the budget cannot be checked");
+    }
+
+    #[test]
+    fn nested_alternatives_stop_at_the_budget() {
+        // Every level offers four ways down to the next, all ending in a string that
+        // the number 7 never matches, above the depth cap (which would pass the first
+        // branch at once): 4^12 failing branches to try without a bound.
+        const LEVELS: usize = 12;
+        let mut defs = Map::new();
+        for level in 0..LEVELS {
+            let next = json!({"$ref": format!("#/schemas/request/$defs/L{}", level + 1)});
+            defs.insert(format!("L{level}"), json!({"anyOf": [next, next, next, next]}));
+        }
+        defs.insert(format!("L{LEVELS}"), json!({"type": "string"}));
+        let s = single_param(json!({"$ref": "#/schemas/request/$defs/L0"}), Value::Object(defs));
+        let started = Instant::now();
+        let errors = errors_for(&s, json!(7));
+        assert!(started.elapsed() < Duration::from_secs(1), "took {:?}", started.elapsed());
+        assert!(errors.is_empty(), "an unfinished check passes, as past the depth cap: {errors:?}");
+        // The same shape shallow enough to finish is still checked.
+        let s = single_param(json!({"anyOf": [{"anyOf": [{"type": "string"}, {"type": "boolean"}]}, {"type": "null"}]}), json!({}));
+        assert_eq!(errors_for(&s, json!(7)).len(), 1);
     }
 
     #[test]

@@ -1,0 +1,91 @@
+//! The edge reading damaged rows from its own SQLite store (a corrupted file, or
+//! state carried over from an older schema): every route still answers with an
+//! OAuth-shaped error, issues nothing, redirects nowhere unverified, and the next
+//! request is served as usual.
+
+mod edge_support;
+
+use edge_support::*;
+use rusqlite::params;
+use serde_json::json;
+
+fn set_approval_redirect(e: &InProc, request_id: &str, value: &str) {
+    let n = e
+        .store
+        .write(|tx| tx.execute("UPDATE approvals SET redirect_uri = ?1 WHERE request_id = ?2", params![value, request_id]))
+        .unwrap();
+    assert_eq!(n, 1, "no approval {request_id} to damage");
+}
+
+fn set_client_redirects(e: &InProc, client_id: &str, raw: &str) {
+    let n = e
+        .store
+        .write(|tx| tx.execute("UPDATE clients SET redirect_uris = ?1 WHERE client_id = ?2", params![raw, client_id]))
+        .unwrap();
+    assert_eq!(n, 1, "no client {client_id} to damage");
+}
+
+fn auth_codes(e: &InProc) -> i64 {
+    e.store.read(|tx| tx.query_row("SELECT COUNT(*) FROM auth_codes", [], |r| r.get(0))).unwrap()
+}
+
+/// An approved request whose stored row was then damaged by `damage`: its poll is
+/// a server_error with no redirect and no code minted, asked twice.
+async fn poll_of_damaged(e: &InProc, damage: impl FnOnce(&InProc, &TestClient, &Pending)) {
+    let c = e.client().await;
+    let p = e.pending(&c).await;
+    e.approve(&p).expect("approve");
+    damage(e, &c, &p);
+    let codes_before = auth_codes(e);
+    for attempt in 0..2 {
+        let r = e.poll(&p).await;
+        assert_eq!(r.status, 500, "attempt {attempt}: {}", r.body);
+        let v = r.json();
+        assert_eq!(v["status"], "error", "{v}");
+        assert_eq!(v["code"], "server_error", "{v}");
+        assert!(v.get("redirect").is_none(), "a damaged row must not send the browser anywhere: {v}");
+        assert!(r.header("location").is_empty());
+    }
+    assert_eq!(auth_codes(e), codes_before, "no code is minted for a damaged request");
+}
+
+/// The edge keeps serving: a fresh client completes the whole flow.
+async fn still_serves(e: &InProc) {
+    let (_, tokens, _) = e.tokens().await;
+    let r = e.http.mcp(&tokens.access, "tools/list", json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stored_redirect_uri_that_is_not_a_url() {
+    let e = InProc::start().await;
+    // Registered and stored alike, so only the parse can catch it (it used to panic).
+    poll_of_damaged(&e, |e, c, p| {
+        set_client_redirects(e, &c.id, r#"["::not a url::"]"#);
+        set_approval_redirect(e, &p.request_id, "::not a url::");
+    })
+    .await;
+    still_serves(&e).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stored_redirect_uri_no_longer_registered() {
+    let e = InProc::start().await;
+    poll_of_damaged(&e, |e, _, p| set_approval_redirect(e, &p.request_id, "https://elsewhere.example/cb")).await;
+    still_serves(&e).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_redirect_list_that_is_not_json() {
+    let e = InProc::start().await;
+    poll_of_damaged(&e, |e, c, _| set_client_redirects(e, &c.id, "{not json")).await;
+    // A new authorization of that client is refused in the JSON form, not redirected.
+    let c = e.client().await;
+    set_client_redirects(&e, &c.id, "{not json");
+    let (_, challenge) = pkce();
+    let r = e.authorize(&c, &challenge, "st").await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(r.json()["error"], "invalid_request", "{}", r.body);
+    assert!(r.header("location").is_empty());
+    still_serves(&e).await;
+}
