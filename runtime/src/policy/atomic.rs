@@ -10,7 +10,12 @@
 //!    permissions, and is fsynced. A staging failure touches no target.
 //! 2. Swap: each existing target is renamed to `.<name>.herdr-mcp-<txn>-<i>.bak`, then
 //!    the temp file is renamed into place. If any step fails, every step already done
-//!    is undone in reverse order, so the targets end byte-identical to before.
+//!    is undone in reverse order, so the targets end byte-identical to before. The
+//!    policy checked the targets by path; the swap checks them again on the entries
+//!    themselves: a new file (`Create`, `WriteLike`) takes its name only while
+//!    nothing has it (a hard link, which fails on an existing name), and an entry
+//!    moved aside to be replaced or deleted must be a regular file, else it is put
+//!    back and the transaction refused.
 //! 3. Clean up: backups are removed and the directories fsynced.
 
 use std::ffi::OsString;
