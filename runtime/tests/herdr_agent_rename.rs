@@ -5,34 +5,19 @@
 
 mod herdr_sim;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use herdr_mcp::herdr::{HerdrClient, HerdrConfig, HerdrService};
+use herdr_mcp::herdr::{HerdrClient, HerdrConfig};
 use herdr_mcp::push::PushStateSource;
-use herdr_mcp::tools::ToolContext;
 use herdr_sim::HerdrSim;
-use herdr_sim::harness::{call, config, context, fake_herdr_cli};
+use herdr_sim::harness::{Rig, call, config, fake_herdr_cli, rig_on};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 const WAIT: Duration = Duration::from_secs(5);
 /// Far below the default re-snapshot period (30 s): a name seen within this came
 /// from the rename's answer, not from a fresh snapshot.
 const AT_ONCE: Duration = Duration::from_secs(2);
 
-struct Rig {
-    sim: HerdrSim,
-    service: Arc<HerdrService>,
-    ctx: Arc<ToolContext>,
-    cancel: CancellationToken,
-}
-
-impl Drop for Rig {
-    fn drop(&mut self) {
-        self.cancel.cancel();
-    }
-}
 
 /// A live runtime over a simulator with a `pi` agent on `w1:p1`, named `name` from the start.
 async fn rig(name: Option<&str>, adjust: impl FnOnce(&mut HerdrConfig)) -> Rig {
@@ -43,12 +28,7 @@ async fn rig(name: Option<&str>, adjust: impl FnOnce(&mut HerdrConfig)) -> Rig {
     let mut cfg = config(&sim.socket);
     cfg.herdr_bin = Some(fake_herdr_cli(sim.dir()));
     adjust(&mut cfg);
-    let service = HerdrService::new(cfg, None);
-    let cancel = CancellationToken::new();
-    service.start(cancel.clone());
-    assert!(service.cache.wait_for(WAIT, |c| c.is_live()).await);
-    let ctx = context(Some(Arc::clone(&service)), None, false);
-    Rig { sim, service, ctx, cancel }
+    rig_on(sim, cfg, true, false, WAIT).await
 }
 
 /// The name `herdr_inspect` and `/push/state` give the agent on `w1:p1`.

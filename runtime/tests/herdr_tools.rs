@@ -7,26 +7,12 @@ use std::time::{Duration, Instant};
 
 use herdr_mcp::herdr::visibility::AgentVisibility;
 use herdr_mcp::herdr::{HerdrConfig, HerdrService};
-use herdr_mcp::tools::ToolContext;
-use herdr_sim::harness::{call, config, context, fake_herdr_cli};
+use herdr_sim::harness::{Rig, call, config, context, fake_herdr_cli, rig_on};
 use herdr_sim::{Fault, HerdrSim};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 const WAIT: Duration = Duration::from_secs(5);
 
-struct Rig {
-    sim: HerdrSim,
-    service: Arc<HerdrService>,
-    ctx: Arc<ToolContext>,
-    cancel: CancellationToken,
-}
-
-impl Drop for Rig {
-    fn drop(&mut self) {
-        self.cancel.cancel();
-    }
-}
 
 /// A simulator with one workspace, two panes and a `pi` agent on `w1:p1`.
 async fn rig_with(adjust: impl FnOnce(&mut HerdrConfig, &HerdrSim), live_cache: bool, readonly: bool) -> Rig {
@@ -37,14 +23,7 @@ async fn rig_with(adjust: impl FnOnce(&mut HerdrConfig, &HerdrSim), live_cache: 
     sim.add_agent("w1:p1", "pi", "idle");
     let mut cfg = config(&sim.socket);
     adjust(&mut cfg, &sim);
-    let service = HerdrService::new(cfg, None);
-    let cancel = CancellationToken::new();
-    if live_cache {
-        service.start(cancel.clone());
-        assert!(service.cache.wait_for(WAIT, |c| c.is_live()).await);
-    }
-    let ctx = context(Some(Arc::clone(&service)), None, readonly);
-    Rig { sim, service, ctx, cancel }
+    rig_on(sim, cfg, live_cache, readonly, WAIT).await
 }
 
 async fn rig() -> Rig {

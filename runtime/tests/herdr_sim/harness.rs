@@ -125,3 +125,31 @@ pub fn context(service: Option<Arc<HerdrService>>, push: Option<Arc<PushBus>>, r
 pub async fn call(ctx: &Arc<ToolContext>, tool: &str, args: Value) -> ToolOutput {
     ToolRegistry::standard().call(ctx, tool, Some(args)).await
 }
+
+/// A runtime's Herdr service over a simulator, with a tool context on it. Dropping
+/// it stops the service's background tasks.
+pub struct Rig {
+    pub sim: super::HerdrSim,
+    pub service: Arc<HerdrService>,
+    pub ctx: Arc<ToolContext>,
+    pub cancel: tokio_util::sync::CancellationToken,
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+/// Builds the service on `cfg` for `sim` and a context on it. With `live`, the
+/// service is started and this waits (up to `wait`) until its cache is live.
+pub async fn rig_on(sim: super::HerdrSim, cfg: HerdrConfig, live: bool, readonly: bool, wait: Duration) -> Rig {
+    let service = HerdrService::new(cfg, None);
+    let cancel = tokio_util::sync::CancellationToken::new();
+    if live {
+        service.start(cancel.clone());
+        assert!(service.cache.wait_for(wait, |c| c.is_live()).await, "the Herdr cache never went live");
+    }
+    let ctx = context(Some(Arc::clone(&service)), None, readonly);
+    Rig { sim, service, ctx, cancel }
+}
