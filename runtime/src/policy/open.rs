@@ -132,9 +132,11 @@ pub(crate) fn openat2_no_symlinks(path: &Path) -> io::Result<File> {
     Ok(File::from(fd))
 }
 
-/// A plain open for kernels without `openat2`: the final component must not be a
-/// symlink (the real path has none), directories on the way are trusted.
-fn open_following_directories(path: &Path) -> io::Result<File> {
+/// A plain read-only open whose final component must not be a symlink, with
+/// directories on the way followed: the open of kernels without `openat2` (the
+/// real path has no symlink), and of files a directory walk found (fs_grep).
+/// Non-blocking, so a FIFO is opened without waiting for a writer.
+pub fn open_following_directories(path: &Path) -> io::Result<File> {
     OpenOptions::new().read(true).custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK | libc::O_NOFOLLOW).open(path)
 }
 

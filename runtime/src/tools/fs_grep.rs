@@ -2,7 +2,6 @@
 
 use std::fs;
 use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -165,10 +164,9 @@ fn files(dir: &Path, root: &Path) -> impl Iterator<Item = PathBuf> {
 /// is non-blocking, so a FIFO put in its place is refused by its type instead of
 /// waiting for a writer.
 fn open_regular(path: &Path) -> Option<(fs::File, u64)> {
-    let flags = libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY;
-    let file = fs::OpenOptions::new().read(true).custom_flags(flags).open(path).ok()?;
+    let file = crate::policy::open::open_following_directories(path).ok()?;
     let meta = file.metadata().ok()?;
-    meta.is_file().then(|| (file, meta.len()))
+    meta.is_file().then_some((file, meta.len()))
 }
 
 /// Reads at most `cap` bytes (the file may have grown since it was measured).
