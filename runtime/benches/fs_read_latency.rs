@@ -11,7 +11,11 @@
 //!
 //! `cargo bench -p herdr-mcp --bench fs_read_latency` (optionally
 //! `-- --seconds 3`). Both servers run as separate processes, with the same
-//! stateless, JSON-answering rmcp configuration and the same client.
+//! stateless, JSON-answering rmcp configuration, the same client and the same
+//! allocator: `herdr-mcp` ships with mimalloc, and the bare server uses it too
+//! unless `--bare-alloc system` asks for the system allocator (the default of a
+//! plain rmcp server). `--focus ours|bare|floor [--clients N]` runs one measurement
+//! only, for attaching a profiler to a server.
 //!
 //! On a shared machine the load drifts within seconds, so each level runs short
 //! rounds of the three measurements in rotating order (each goes first, second and
@@ -20,7 +24,12 @@
 
 #[path = "support/mod.rs"]
 mod support;
-use support::{load_average};
+use support::{SwitchableAlloc, load_average};
+
+/// The bare server's allocator follows `HERDR_BENCH_ALLOC` (see [`SwitchableAlloc`]);
+/// the bench sets it when it spawns that server.
+#[global_allocator]
+static GLOBAL: SwitchableAlloc = SwitchableAlloc;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -48,6 +57,11 @@ fn main() {
             eprintln!("usage: --bare-server SOCKET FILE (FILE: the file whose read `fixed_reply` imitates)");
             std::process::exit(2);
         };
+        assert_eq!(
+            SwitchableAlloc::name(),
+            std::env::var("HERDR_BENCH_ALLOC").unwrap_or_else(|_| "system".into()),
+            "the bare server runs with another allocator than asked"
+        );
         bare::run(Path::new(socket), Path::new(file));
         return;
     }
@@ -57,8 +71,33 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .and_then(|s| s.parse().ok())
         .unwrap_or(2.0);
+    // `--focus ours|bare|floor --clients N`: one measurement only, for as long as
+    // `--seconds` says, with the server pids printed first so a profiler can attach.
+    let focus = args.iter().position(|a| a == "--focus").map(|i| {
+        let which = match args.get(i + 1).map(String::as_str) {
+            Some("ours") => 0,
+            Some("bare") => 1,
+            Some("floor") => 2,
+            other => {
+                eprintln!("--focus takes ours, bare or floor, not {other:?}");
+                std::process::exit(2);
+            }
+        };
+        let clients = args.iter().position(|a| a == "--clients").and_then(|i| args.get(i + 1)).and_then(|s| s.parse().ok()).unwrap_or(16);
+        (which, clients)
+    });
+    // herdr-mcp ships with mimalloc; by default the bare server uses it too, so the
+    // ratios show what our code adds, not what the allocator choice saves.
+    let bare_alloc = match args.iter().position(|a| a == "--bare-alloc").map(|i| args.get(i + 1).map(String::as_str)) {
+        None | Some(Some("mimalloc")) => "mimalloc",
+        Some(Some("system")) => "system",
+        Some(other) => {
+            eprintln!("--bare-alloc takes mimalloc or system, not {other:?}");
+            std::process::exit(2);
+        }
+    };
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-    rt.block_on(bench(Duration::from_secs_f64(seconds)));
+    rt.block_on(bench(Duration::from_secs_f64(seconds), focus, bare_alloc));
 }
 
 struct Server {
@@ -73,7 +112,7 @@ impl Drop for Server {
     }
 }
 
-async fn bench(duration: Duration) {
+async fn bench(duration: Duration, focus: Option<(usize, usize)>, bare_alloc: &str) {
     let dir = tempfile::Builder::new().prefix("hmb").tempdir_in("/tmp").unwrap();
     let repo = dir.path().join("repo");
     std::fs::create_dir(&repo).unwrap();
@@ -105,6 +144,7 @@ async fn bench(duration: Duration) {
             .arg("--bare-server")
             .arg(&bare_socket)
             .arg(repo.join("four_k.txt"))
+            .env("HERDR_BENCH_ALLOC", bare_alloc)
             .stderr(Stdio::inherit())
             .spawn()
             .expect("spawn bare server"),
@@ -136,6 +176,7 @@ async fn bench(duration: Duration) {
         floor_reply.len(),
         post(&mut connect(&bare.socket).await, &bare_body).await.len()
     );
+    println!("allocators: herdr-mcp mimalloc, bare rmcp server {bare_alloc} (--bare-alloc mimalloc|system)");
     println!("load average at start: {}", load_average());
     println!("{:<28} {:>8} {:>10} {:>10} {:>12}", "server / clients", "calls", "p50 (µs)", "p99 (µs)", "calls/s");
     let (ours_pid, bare_pid) = (ours.child.id(), bare.child.id());
@@ -144,6 +185,20 @@ async fn bench(duration: Duration) {
         (&bare.socket, &bare_body, bare_pid),
         (&bare.socket, &floor_body, bare_pid),
     ];
+    if let Some((which, clients)) = focus {
+        let (socket, body, pid) = targets[which];
+        let name = ["ours", "bare", "floor"][which];
+        println!("focus on {name} x{clients} for {duration:?}; server pids: ours {ours_pid}, bare and floor {bare_pid}");
+        let (before, client_before) = (ServerCpu::of(pid), ServerCpu::of(std::process::id()));
+        let (measured, all_calls) = run_round(socket, body, clients, duration).await;
+        let (user, sys) = ServerCpu::default().tap_add(&before, &ServerCpu::of(pid)).per_call(all_calls);
+        let (c_user, c_sys) =
+            ServerCpu::default().tap_add(&client_before, &ServerCpu::of(std::process::id())).per_call(all_calls);
+        Stats::from_samples(measured, duration).print(&format!("{name} x{clients}"));
+        println!("  server CPU per call: user {user:6.1} µs, system {sys:6.1} µs, total {:6.1} µs", user + sys);
+        println!("  client CPU per call: user {c_user:6.1} µs, system {c_sys:6.1} µs, total {:6.1} µs", c_user + c_sys);
+        return;
+    }
     let round = duration / ROUNDS;
     for clients in [1usize, 16] {
         let mut samples: [Vec<u128>; 3] = Default::default();
@@ -233,6 +288,11 @@ impl ServerCpu {
     fn add_since(&mut self, before: &ServerCpu, after: &ServerCpu) {
         self.user += after.user - before.user;
         self.system += after.system - before.system;
+    }
+
+    fn tap_add(mut self, before: &ServerCpu, after: &ServerCpu) -> ServerCpu {
+        self.add_since(before, after);
+        self
     }
 
     /// (user, system) µs per call over `calls` calls.

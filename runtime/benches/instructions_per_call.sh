@@ -10,7 +10,8 @@
 #
 # Each server runs under callgrind; after a warm-up of 200 calls the counters are
 # zeroed, CALLS sequential calls go over one keep-alive connection, and the counters
-# are dumped. The client (python3) is not measured. With KEEP_PROFILES=DIR the
+# are dumped. The client (python3) is not measured. The bare server uses mimalloc,
+# the allocator herdr-mcp ships with, unless BARE_ALLOC=system. With KEEP_PROFILES=DIR the
 # callgrind dumps are kept there (ours/bare/floor.callgrind) for callgrind_annotate.
 set -euo pipefail
 
@@ -70,7 +71,9 @@ start_server() {
         "$ours_bin" serve --socket "$sock" --root "$work/repo" 2>"$work/$name.valgrind" &
       ;;
     bare|floor)
-      valgrind --tool=callgrind --callgrind-out-file="$out" "$bare_bin" --bare-server "$sock" "$work/repo/four_k.txt" \
+      # The same allocator as herdr-mcp (mimalloc) unless BARE_ALLOC=system.
+      HERDR_BENCH_ALLOC=${BARE_ALLOC:-mimalloc} \
+        valgrind --tool=callgrind --callgrind-out-file="$out" "$bare_bin" --bare-server "$sock" "$work/repo/four_k.txt" \
         2>"$work/$name.valgrind" &
       ;;
   esac

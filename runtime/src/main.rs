@@ -14,6 +14,15 @@ use herdr_mcp::server::{self, config, mcp::ServerState};
 use herdr_mcp::tools::{Services, ToolContext, ToolRegistry};
 use tokio_util::sync::CancellationToken;
 
+/// Every tool call allocates its arguments, its payload and a reply of several KiB on
+/// whichever async worker runs it, and frees them on another. glibc's malloc pays
+/// for that with arena locks and heap trimming in the kernel; mimalloc's per-thread
+/// heaps do not. Measured with `benches/fs_read_latency` at 16 clients on 2 cores:
+/// server CPU per `herdr_fs_read` fell from 115–128 µs to 85–100 µs, system time
+/// from 38–49 µs to 26–32 µs (see benches/README.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(name = "herdr-mcp", version, about = "MCP server for the files, Git, commands and Herdr workspaces of this machine.")]
 struct Cli {
