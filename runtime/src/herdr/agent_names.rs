@@ -3,11 +3,14 @@
 //! Herdr sets a name with `agent.start` or `agent.rename` and emits no event for it
 //! (spec/herdr.md §3, §5: no event lists the agent's name; `pane_updated` carries a
 //! `PaneInfo`, which has none). So the cache learns a name in two ways:
-//! - at once, from the answer of a call made through this runtime that carries the
-//!   agent's record (`agent_info`, e.g. `agent.rename` or `agent.get`, and
-//!   `agent_prompted`);
+//! - at once, from the answer of a call made through this runtime that carries
+//!   agent records (`agent_info`, e.g. `agent.rename` or `agent.get`, `agent_prompted`,
+//!   and `agent_list`);
 //! - otherwise by the event cache's next re-snapshot, at most
 //!   [`super::Timeouts::resnapshot`] later (30 s by default).
+//!
+//! A re-snapshot already in flight when an answer is adopted may carry the name from
+//! before it; [`AdoptedNames`] keeps such a snapshot from bringing the old name back.
 
 use serde_json::Value;
 
@@ -18,6 +21,8 @@ pub const MAX_AGENT_NAME_CHARS: usize = 32;
 
 /// Answer types whose `agent` member is a full agent record.
 const AGENT_RECORD_ANSWERS: &[&str] = &["agent_info", "agent_prompted"];
+/// Answer types whose `agents` member lists full agent records.
+const AGENT_LIST_ANSWERS: &[&str] = &["agent_list"];
 
 /// Whether `name` follows Herdr's rule: a lowercase ASCII letter, then up to 31
 /// lowercase letters, digits, `_` or `-`.
@@ -40,20 +45,27 @@ pub fn drop_invalid(agents: &mut [Value]) {
     }
 }
 
-/// Takes the agent's name from a call's answer into `topology`; true when it changed.
-///
-/// Only the name is taken: statuses and titles arrive by events, and an answer may be
-/// older than an event the cache already applied. An agent the topology does not
-/// know yet is left to the event that announces it, and an invalid name is ignored.
-pub fn adopt_from_answer(topology: &mut Topology, answer: &Value) -> bool {
-    if !str_of(answer, "type").is_some_and(|t| AGENT_RECORD_ANSWERS.contains(&t)) {
-        return false;
-    }
-    let Some(record) = answer.get("agent") else { return false };
-    let (Some(pane), Some(name)) = (str_of(record, "pane_id"), str_of(record, "name")) else { return false };
-    if !is_valid(name) {
-        return false;
-    }
+/// The `(pane, name)` pairs a call's answer states, in answer order; records
+/// without a pane or with a name Herdr's rule forbids give none.
+pub fn names_in_answer(answer: &Value) -> Vec<(String, String)> {
+    let records: Vec<&Value> = match str_of(answer, "type") {
+        Some(t) if AGENT_RECORD_ANSWERS.contains(&t) => answer.get("agent").into_iter().collect(),
+        Some(t) if AGENT_LIST_ANSWERS.contains(&t) => {
+            answer.get("agents").and_then(Value::as_array).map(|a| a.iter().collect()).unwrap_or_default()
+        }
+        _ => vec![],
+    };
+    records
+        .into_iter()
+        .filter_map(|r| Some((str_of(r, "pane_id")?, str_of(r, "name")?)))
+        .filter(|(_, name)| is_valid(name))
+        .map(|(pane, name)| (pane.to_string(), name.to_string()))
+        .collect()
+}
+
+/// Gives the agent on `pane` the (valid) `name`; true when the topology changed.
+/// An agent the topology does not know yet is left to the event that announces it.
+fn set_name(topology: &mut Topology, pane: &str, name: &str) -> bool {
     let Some(i) = topology.agents.iter().position(|a| str_of(a, "pane_id") == Some(pane)) else { return false };
     if str_of(&topology.agents[i], "name") == Some(name) {
         return false;
@@ -67,6 +79,71 @@ pub fn adopt_from_answer(topology: &mut Topology, answer: &Value) -> bool {
     }
     topology.agents[i]["name"] = Value::String(name.to_string());
     true
+}
+
+/// One name taken from an answer, with the adoption count when it was taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Adopted {
+    generation: u64,
+    pane: String,
+    name: String,
+}
+
+/// Names adopted from answers that a snapshot requested before them may not know.
+///
+/// A snapshot takes a [`mark`](AdoptedNames::mark) before it is requested; when it
+/// is installed, [`reconcile`](AdoptedNames::reconcile) puts back the names adopted
+/// after that mark (Herdr may have answered the snapshot before the rename) and
+/// forgets those adopted before it (the snapshot saw them, or something newer).
+/// Holds at most one name per agent the topology knew when it was adopted.
+#[derive(Debug, Default)]
+pub struct AdoptedNames {
+    generation: u64,
+    pending: Vec<Adopted>,
+}
+
+impl AdoptedNames {
+    /// The point a snapshot requested now starts from.
+    pub fn mark(&self) -> u64 {
+        self.generation
+    }
+
+    /// Adopts the names `answer` states into `topology` and remembers them for
+    /// snapshots already in flight; true when the topology changed.
+    ///
+    /// A name the topology already shows is remembered too: a snapshot in flight may
+    /// still carry a different one.
+    pub fn adopt(&mut self, topology: &mut Topology, answer: &Value) -> bool {
+        let names = names_in_answer(answer);
+        if names.is_empty() {
+            return false;
+        }
+        self.generation += 1;
+        let mut changed = false;
+        for (pane, name) in names {
+            if topology.agent_for_pane(&pane).is_none() {
+                continue;
+            }
+            changed |= set_name(topology, &pane, &name);
+            self.pending.retain(|a| a.pane != pane);
+            self.pending.push(Adopted { generation: self.generation, pane, name });
+        }
+        changed
+    }
+
+    /// Prepares a snapshot requested at `mark` for installing: names adopted since
+    /// then win over what it says, in the order they were adopted.
+    pub fn reconcile(&mut self, topology: &mut Topology, mark: u64) {
+        self.pending.retain(|a| a.generation > mark);
+        for a in &self.pending {
+            set_name(topology, &a.pane, &a.name);
+        }
+    }
+
+    /// How many adopted names wait for a snapshot requested after them.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
 }
 
 #[cfg(test)]
@@ -95,6 +172,11 @@ mod tests {
         assert_eq!(agents[1]["name"], "good");
         assert!(agents[2].get("name").is_none());
         assert!(agents[3].get("name").is_none());
+    }
+
+    /// Adopts `answer` with no snapshot in flight.
+    fn adopt_from_answer(t: &mut Topology, answer: &Value) -> bool {
+        AdoptedNames::default().adopt(t, answer)
     }
 
     fn topology() -> Topology {
@@ -138,5 +220,87 @@ mod tests {
             assert!(!adopt_from_answer(&mut t, &answer), "{answer}");
         }
         assert_eq!(t, before);
+    }
+
+    #[test]
+    fn an_agent_list_answer_names_every_agent_it_validly_names() {
+        let mut t = topology();
+        t.agents.push(json!({"pane_id":"w1:p2","agent":"claude","name":"keep"}));
+        t.agents.push(json!({"pane_id":"w1:p3","agent":"codex"}));
+        let answer = json!({"type":"agent_list","agents":[
+            {"pane_id":"w1:p1","name":"renamed","agent_status":"working"},
+            {"pane_id":"w1:p2","name":"Not Valid"},
+            {"pane_id":"w1:p3","name":"third"},
+            {"pane_id":"w1:p9","name":"unknown-pane"},
+            {"name":"no-pane"},
+            "not a record"
+        ]});
+        assert_eq!(
+            names_in_answer(&answer),
+            [("w1:p1", "renamed"), ("w1:p3", "third"), ("w1:p9", "unknown-pane")].map(|(p, n)| (p.to_string(), n.to_string()))
+        );
+        let mut adopted = AdoptedNames::default();
+        assert!(adopted.adopt(&mut t, &answer));
+        let names: Vec<Option<&str>> = t.agents.iter().map(|a| str_of(a, "name")).collect();
+        assert_eq!(names, [Some("renamed"), Some("keep"), Some("third")]);
+        assert_eq!(t.agents[0]["agent_status"], "idle", "only the name is taken");
+        assert_eq!(adopted.pending(), 2, "the pane the topology does not know is not remembered");
+        assert!(!adopted.adopt(&mut t, &json!({"type":"agent_list","agents":[]})));
+        assert!(!adopted.adopt(&mut t, &json!({"type":"agent_list","agents":"w1:p1"})));
+    }
+
+    #[test]
+    fn a_snapshot_requested_before_an_adoption_keeps_the_adopted_name() {
+        let mut live = topology();
+        let mut adopted = AdoptedNames::default();
+        let mark = adopted.mark();
+        // The snapshot's answer was made before the rename.
+        let mut in_flight = topology();
+        assert!(adopted.adopt(&mut live, &json!({"type":"agent_info","agent":{"pane_id":"w1:p1","name":"new"}})));
+        adopted.reconcile(&mut in_flight, mark);
+        assert_eq!(in_flight.agents[0]["name"], "new");
+        assert_eq!(in_flight.agents[0]["agent_status"], "idle", "everything else comes from the snapshot");
+        assert_eq!(adopted.pending(), 1, "kept until a snapshot requested after it is installed");
+
+        // A snapshot requested after the adoption wins, even with another name.
+        let mark = adopted.mark();
+        let mut later = topology();
+        later.agents[0]["name"] = json!("elsewhere");
+        adopted.reconcile(&mut later, mark);
+        assert_eq!(later.agents[0]["name"], "elsewhere");
+        assert_eq!(adopted.pending(), 0);
+    }
+
+    #[test]
+    fn an_unchanged_name_is_remembered_against_an_older_snapshot() {
+        let mut live = topology();
+        let mut adopted = AdoptedNames::default();
+        let mark = adopted.mark();
+        assert!(!adopted.adopt(&mut live, &json!({"type":"agent_info","agent":{"pane_id":"w1:p1","name":"old"}})));
+        let mut in_flight = topology();
+        in_flight.agents[0]["name"] = json!("stale");
+        adopted.reconcile(&mut in_flight, mark);
+        assert_eq!(in_flight.agents[0]["name"], "old");
+    }
+
+    #[test]
+    fn adoptions_since_a_mark_are_put_back_in_their_order() {
+        let mut live = topology();
+        live.agents.push(json!({"pane_id":"w1:p2","agent":"claude"}));
+        let mut adopted = AdoptedNames::default();
+        let mark = adopted.mark();
+        let named = |pane: &str, name: &str| json!({"type":"agent_info","agent":{"pane_id":pane,"name":name}});
+        adopted.adopt(&mut live, &named("w1:p1", "first"));
+        adopted.adopt(&mut live, &named("w1:p1", "shared"));
+        adopted.adopt(&mut live, &named("w1:p2", "shared"));
+        assert_eq!(adopted.pending(), 2, "one name per agent");
+        let mut in_flight = live.clone();
+        for a in &mut in_flight.agents {
+            a.as_object_mut().unwrap().remove("name");
+        }
+        adopted.reconcile(&mut in_flight, mark);
+        assert_eq!(in_flight, live);
+        assert!(in_flight.agents[0].get("name").is_none(), "the name moved on to w1:p2 last");
+        assert_eq!(in_flight.agents[1]["name"], "shared");
     }
 }

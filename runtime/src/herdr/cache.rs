@@ -63,6 +63,8 @@ struct CacheState {
     history: History,
     /// Time of the last event per pane (`last_activity_at` in `herdr_since`).
     last_activity: HashMap<String, String>,
+    /// Names learnt from answers, which a snapshot requested before them must not undo.
+    adopted: agent_names::AdoptedNames,
 }
 
 pub struct EventCache {
@@ -197,8 +199,9 @@ impl EventCache {
     /// event asks for one, or the stream fails.
     async fn cycle(&self, cancel: &CancellationToken) -> Result<(), HerdrError> {
         let timeouts = self.client.timeouts().clone();
+        let mark = self.read().adopted.mark();
         let (topology, warnings) = fetch_topology(&self.client).await?;
-        self.install(topology, warnings);
+        self.install(topology, warnings, mark);
         let resnapshot_at = Instant::now() + timeouts.resnapshot;
         loop {
             let mut sub = self.client.subscribe(self.subscriptions()).await?;
@@ -235,16 +238,18 @@ impl EventCache {
         t.agent_states().into_iter().filter(|(pane, _)| !hidden.contains(pane)).collect()
     }
 
-    /// Replaces the topology with a fresh snapshot and reports agent changes the
-    /// cache missed (none on the very first snapshot: that is `hello`'s job).
-    fn install(&self, topology: Topology, warnings: Vec<String>) {
-        let new_states = self.visible_states(&topology);
-        let old_states = {
+    /// Replaces the topology with a fresh snapshot, requested when adoptions stood at
+    /// `mark`, and reports agent changes the cache missed (none on the very first
+    /// snapshot: that is `hello`'s job).
+    fn install(&self, mut topology: Topology, warnings: Vec<String>, mark: u64) {
+        let (old_states, new_states) = {
             let mut s = self.write();
+            s.adopted.reconcile(&mut topology, mark);
             let old = s.topology.as_ref().map(|t| self.visible_states(t));
+            let new = self.visible_states(&topology);
             s.topology = Some(topology);
             s.warnings = warnings;
-            old
+            (old, new)
         };
         if let Some(old) = old_states {
             self.publish_changes(&old, &new_states);
@@ -338,9 +343,10 @@ impl EventCache {
     /// [`super::agent_names`]): Herdr emits no event for a rename, so without this the
     /// cache would show the old name until its next re-snapshot.
     pub fn adopt_answer(&self, answer: &Value) {
-        let changed = match self.write().topology.as_mut() {
-            Some(topology) => agent_names::adopt_from_answer(topology, answer),
-            None => false,
+        let changed = {
+            let mut s = self.write();
+            let CacheState { topology, adopted, .. } = &mut *s;
+            topology.as_mut().is_some_and(|t| adopted.adopt(t, answer))
         };
         if changed {
             self.bump();

@@ -105,8 +105,8 @@ fn run(ctx: Arc<ToolContext>, args: Map<String, Value>) -> BoxFuture<ToolOutput>
         };
         match herdr.client.call_with_timeout(&method, Value::Object(params), budget).await {
             Ok(result) => {
-                // A rename (or any answer carrying an agent's record) reaches the
-                // cache at once: Herdr emits no event for it.
+                // Names in the answer (a rename's record, `agent.get`, `agent.list`)
+                // reach the cache at once: Herdr emits no event for a rename.
                 herdr.cache.adopt_answer(&result);
                 let mut out = json!({"ok": true, "method": method, "result": result});
                 if !warnings.is_empty() {

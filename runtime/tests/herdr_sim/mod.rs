@@ -63,6 +63,8 @@ struct Shared {
     method_faults: Mutex<HashMap<String, Fault>>,
     requests: Mutex<Vec<Value>>,
     subscribers: Mutex<Vec<Subscriber>>,
+    /// Methods whose answers are made but not yet sent, and how many wait per method.
+    held: Mutex<HashMap<String, usize>>,
     /// Bumped on every state change and subscriber change (event-driven waits).
     changes: watch::Sender<u64>,
 }
@@ -109,6 +111,23 @@ fn dotted(name: &str) -> String {
 impl Shared {
     fn bump(&self) {
         self.changes.send_modify(|g| *g += 1);
+    }
+
+    /// Delays an answer already made (from the state as it was) while its method is
+    /// held: a busy Herdr whose reply reaches the client after later calls are served.
+    async fn hold_if_asked(&self, method: &str) {
+        let mut rx = self.changes.subscribe();
+        {
+            let mut held = self.held.lock().unwrap();
+            let Some(waiting) = held.get_mut(method) else { return };
+            *waiting += 1;
+        }
+        self.bump();
+        while self.held.lock().unwrap().contains_key(method) {
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
     }
 
     fn emit_lifecycle(&self, name: &str, mut data: Value) {
@@ -480,6 +499,7 @@ async fn serve_connection(shared: Arc<Shared>, stream: UnixStream) {
             json!({"id": id, "error": {"code": code, "message": message}})
         }
     };
+    shared.hold_if_asked(method).await;
     let _ = write.write_all(format!("{reply}\n").as_bytes()).await;
 }
 
@@ -507,6 +527,7 @@ impl HerdrSim {
             method_faults: Mutex::new(HashMap::new()),
             requests: Mutex::new(vec![]),
             subscribers: Mutex::new(vec![]),
+            held: Mutex::new(HashMap::new()),
             changes,
         });
         let s = Arc::clone(&shared);
@@ -532,6 +553,23 @@ impl HerdrSim {
             Some(f) => faults.insert(method.to_string(), f),
             None => faults.remove(method),
         };
+    }
+
+    /// From now on, answers to `method` are made at once but sent only after
+    /// [`HerdrSim::release_replies`].
+    pub fn hold_replies(&self, method: &str) {
+        self.shared.held.lock().unwrap().entry(method.to_string()).or_insert(0);
+    }
+
+    /// Sends the held answers to `method` and stops holding new ones.
+    pub fn release_replies(&self, method: &str) {
+        self.shared.held.lock().unwrap().remove(method);
+        self.shared.bump();
+    }
+
+    /// How many answers to `method` have been made and are being held.
+    pub fn held_replies(&self, method: &str) -> usize {
+        self.shared.held.lock().unwrap().get(method).copied().unwrap_or(0)
     }
 
     pub fn set_snapshot_fails(&self, fails: bool) {
