@@ -29,9 +29,8 @@ pub fn is_plain_tools_call(body: &[u8]) -> bool {
 struct Message<'a> {
     #[serde(borrow)]
     jsonrpc: Cow<'a, str>,
-    #[serde(borrow)]
     #[allow(dead_code, reason = "parsed only to check its shape")]
-    id: Id<'a>,
+    id: Id,
     #[serde(borrow)]
     method: Cow<'a, str>,
     #[serde(borrow)]
@@ -39,13 +38,32 @@ struct Message<'a> {
     params: Params<'a>,
 }
 
-/// rmcp's request id: a string or a number that fits an `i64`.
-#[derive(Deserialize)]
-#[serde(untagged)]
-#[allow(dead_code, reason = "parsed only to check its shape")]
-enum Id<'a> {
-    Number(i64),
-    String(#[serde(borrow)] Cow<'a, str>),
+/// rmcp's request id: a string or a number that fits an `i64`. Checked by a visitor
+/// rather than an untagged enum, which would buffer the value and try each variant.
+struct Id;
+
+impl<'de> Deserialize<'de> for Id {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct IdVisitor;
+        impl<'de> Visitor<'de> for IdVisitor {
+            type Value = Id;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string or an integer that fits an i64")
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Id, E> {
+                Ok(Id)
+            }
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<Id, E> {
+                if i64::try_from(n).is_ok() { Ok(Id) } else { Err(E::invalid_value(de::Unexpected::Unsigned(n), &self)) }
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Id, E> {
+                Ok(Id)
+            }
+        }
+        // `deserialize_any`: serde_json hands an integer to visit_i64/visit_u64, a
+        // float to visit_f64 (refused by default), a string to visit_str.
+        deserializer.deserialize_any(IdVisitor)
+    }
 }
 
 #[derive(Deserialize)]
