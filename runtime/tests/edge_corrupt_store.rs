@@ -1,13 +1,56 @@
 //! The edge reading damaged rows from its own SQLite store (a corrupted file, or
 //! state carried over from an older schema): every route still answers with an
 //! OAuth-shaped error, issues nothing, redirects nowhere unverified, and the next
-//! request is served as usual.
+//! request is served as usual. A damaged approval is rejected the first time a
+//! poll finds it, so every later poll gets the terminal `rejected` answer and the
+//! edge logs the damage once.
 
 mod edge_support;
 
+use std::io::Write;
+use std::sync::{Arc, Mutex, OnceLock};
+
 use edge_support::*;
+use herdr_mcp::edge::connectors::{self, ApprovalError};
 use rusqlite::params;
 use serde_json::json;
+
+/// Everything the edge logged in this test process (all its tests share it).
+fn edge_log() -> &'static Arc<Mutex<Vec<u8>>> {
+    static LOG: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
+    LOG.get_or_init(|| {
+        let buf = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&buf);
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(move || LogSink(Arc::clone(&sink)))
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).expect("the first and only subscriber of this test binary");
+        buf
+    })
+}
+
+struct LogSink(Arc<Mutex<Vec<u8>>>);
+
+impl Write for LogSink {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Log lines about `request_id` that report a damaged request.
+fn damage_reports(request_id: &str) -> usize {
+    let log = String::from_utf8_lossy(&edge_log().lock().unwrap()).to_string();
+    log.lines().filter(|l| l.contains(request_id) && l.contains("no code issued")).count()
+}
+
+fn approval_status(e: &InProc, request_id: &str) -> String {
+    e.store.read(|tx| tx.query_row("SELECT status FROM approvals WHERE request_id = ?1", [request_id], |r| r.get(0))).unwrap()
+}
 
 fn set_approval_redirect(e: &InProc, request_id: &str, value: &str) {
     let n = e
@@ -29,24 +72,31 @@ fn auth_codes(e: &InProc) -> i64 {
     e.store.read(|tx| tx.query_row("SELECT COUNT(*) FROM auth_codes", [], |r| r.get(0))).unwrap()
 }
 
-/// An approved request whose stored row was then damaged by `damage`: its poll is
-/// a server_error with no redirect and no code minted, asked twice.
+/// An approved request whose stored row was then damaged by `damage`: its first
+/// poll is a server_error that rejects it, every later poll the terminal 410
+/// `rejected`; none redirects or mints a code, and the damage is logged once.
 async fn poll_of_damaged(e: &InProc, damage: impl FnOnce(&InProc, &TestClient, &Pending)) {
+    edge_log();
     let c = e.client().await;
     let p = e.pending(&c).await;
     e.approve(&p).expect("approve");
     damage(e, &c, &p);
     let codes_before = auth_codes(e);
-    for attempt in 0..2 {
+    let expected = [(500, "server_error"), (410, "rejected"), (410, "rejected")];
+    for (attempt, (status, code)) in expected.into_iter().enumerate() {
         let r = e.poll(&p).await;
-        assert_eq!(r.status, 500, "attempt {attempt}: {}", r.body);
+        assert_eq!(r.status, status, "attempt {attempt}: {}", r.body);
         let v = r.json();
         assert_eq!(v["status"], "error", "{v}");
-        assert_eq!(v["code"], "server_error", "{v}");
+        assert_eq!(v["code"], code, "attempt {attempt}: {v}");
         assert!(v.get("redirect").is_none(), "a damaged row must not send the browser anywhere: {v}");
         assert!(r.header("location").is_empty());
+        assert_eq!(approval_status(e, &p.request_id), "rejected", "attempt {attempt}: rejected by the first poll that saw it");
     }
     assert_eq!(auth_codes(e), codes_before, "no code is minted for a damaged request");
+    assert_eq!(damage_reports(&p.request_id), 1, "the damage is logged once, not on every poll");
+    // The operator sees the same terminal state.
+    assert_eq!(connectors::inspect(&e.store, &p.request_id).unwrap_err(), ApprovalError::Rejected);
 }
 
 /// The edge keeps serving: a fresh client completes the whole flow.

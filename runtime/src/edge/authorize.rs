@@ -352,10 +352,16 @@ async fn poll(State(s): State<Arc<EdgeState>>, RawQuery(raw): RawQuery) -> Respo
                 };
                 // Checked before a code is minted, so a damaged row leaves no code behind.
                 let Some(target) = verified_redirect(&client, &redirect_uri) else {
+                    // The damage will not heal by itself: rejected in this same
+                    // transaction, the request gets the terminal `rejected` answer from
+                    // the next poll on, and the operator reads this line once, not
+                    // once per poll until it expires.
+                    tx.execute("UPDATE approvals SET status = 'rejected' WHERE request_id = ?1", [request_id])?;
                     tracing::error!(
                         request_id,
                         client_id,
-                        "approved request holds a redirect_uri that is not a registered URL of its client ({redirect_uri:?}); no code issued"
+                        "approved request holds a redirect_uri that is not a registered URL of its client ({redirect_uri:?}); \
+                         no code issued, request rejected"
                     );
                     return Ok(poll_error(500, "server_error", "the stored authorization request is damaged; start the connection again"));
                 };

@@ -36,7 +36,7 @@ pub enum ApprovalError {
     AlreadyApproved,
     #[error("already_used: tokens were already issued for this connector; revoke it instead")]
     AlreadyUsed,
-    #[error("rejected: the client of this request was revoked (revoke-client); it can no longer be approved")]
+    #[error("rejected: this request can no longer be approved (its client was revoked, or its stored record was found damaged)")]
     Rejected,
     #[error("edge database: {0}")]
     Db(String),

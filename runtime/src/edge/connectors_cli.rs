@@ -26,8 +26,9 @@ use serde_json::{Value, json};
 
 use super::cli::{StateDirArg, open_store, whoami};
 use super::connectors::{self, ApprovalError, ApprovalInfo};
-use super::connectors_inventory::{Inventory, inventory};
-use super::connectors_table::render_table;
+use super::connectors_inventory::inventory;
+use super::connectors_listing::{Listing, parse_listing};
+use super::connectors_table::{older_note, render_older, render_table};
 use super::connectors_revoke_client::revoke_client;
 use super::devices_cli::{DeviceFileArgs, call_answer, read_code_no_echo};
 use super::devices_local::{self, LocalDevice, LocalDeviceError};
@@ -102,7 +103,8 @@ trait ConnectorAdmin {
     fn inspect(&self, request_id: &str) -> anyhow::Result<ApprovalInfo>;
     fn approve(&self, request_id: &str, code: &str) -> anyhow::Result<ApprovalInfo>;
     fn cancel(&self, request_id: &str) -> anyhow::Result<()>;
-    fn list(&self) -> anyhow::Result<Inventory>;
+    /// The inventory, or the plainer list of an edge that predates it.
+    fn list(&self) -> anyhow::Result<Listing>;
     /// The revocation receipt `{ok, connector_id, revoked_at_ms, deleted_tokens}`.
     fn revoke(&self, connector_id: &str) -> anyhow::Result<Value>;
     /// The receipt `{ok, client_id, revoked_connectors, deleted_tokens, …,
@@ -128,8 +130,8 @@ impl ConnectorAdmin for LocalEdge {
     fn cancel(&self, request_id: &str) -> anyhow::Result<()> {
         Ok(connectors::cancel(&self.store, request_id)?)
     }
-    fn list(&self) -> anyhow::Result<Inventory> {
-        Ok(inventory(&self.store)?)
+    fn list(&self) -> anyhow::Result<Listing> {
+        Ok(Listing::Current(inventory(&self.store)?))
     }
     fn revoke(&self, connector_id: &str) -> anyhow::Result<Value> {
         Ok(serde_json::to_value(connectors::revoke(&self.store, connector_id, &self.who)?)?)
@@ -199,9 +201,9 @@ impl ConnectorAdmin for RemoteEdge {
     fn cancel(&self, request_id: &str) -> anyhow::Result<()> {
         self.call("POST", "/connectors/cancel", Some(json!({"request_id": request_id})), true).map(|_| ())
     }
-    fn list(&self) -> anyhow::Result<Inventory> {
+    fn list(&self) -> anyhow::Result<Listing> {
         let v = self.call("GET", "/connectors", None, false)?;
-        serde_json::from_value(v).map_err(|e| anyhow::anyhow!("the edge's connector inventory is malformed: {e}"))
+        parse_listing(v).map_err(|e| anyhow::anyhow!("the edge's connector inventory is malformed: {e}"))
     }
     fn revoke(&self, connector_id: &str) -> anyhow::Result<Value> {
         self.call("POST", "/connectors/revoke", Some(json!({"connector_id": connector_id, "confirm": true})), false)
@@ -327,11 +329,17 @@ fn approve(request_id: &str, socket: Option<PathBuf>, edge: &dyn ConnectorAdmin)
 }
 
 fn list(json: bool, edge: &dyn ConnectorAdmin) -> anyhow::Result<()> {
-    let inv = edge.list()?;
-    if json {
-        println!("{}", serde_json::to_string_pretty(&inv)?);
-    } else {
-        print!("{}", render_table(&inv));
+    match edge.list()? {
+        Listing::Current(inv) if json => println!("{}", serde_json::to_string_pretty(&inv)?),
+        Listing::Current(inv) => print!("{}", render_table(&inv)),
+        // The edge's own answer, not one padded out to the current shape, which
+        // would claim it has no fenced clients; the note goes to stderr so the
+        // output stays JSON.
+        Listing::Older(old) if json => {
+            println!("{}", serde_json::to_string_pretty(&old.answer)?);
+            eprintln!("{}", older_note(&old));
+        }
+        Listing::Older(old) => print!("{}", render_older(&old)),
     }
     Ok(())
 }

@@ -3,7 +3,8 @@
 //! - `POST /connectors/inspect {request_id}` → the pending request to review;
 //! - `POST /connectors/approve {request_id, code}` → approves it (403
 //!   `invalid_code` with `attempts_remaining`, 423 `locked`, 404 `expired`/`not_found`,
-//!   410 `rejected` once `revoke-client` fenced its client);
+//!   410 `rejected` once `revoke-client` fenced its client or a poll found its
+//!   stored record damaged);
 //! - `POST /connectors/cancel {request_id}` → withdraws it (409 `already_used`
 //!   once tokens were issued);
 //! - `GET /connectors` → `{ok, …}` plus the inventory

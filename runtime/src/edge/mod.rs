@@ -11,7 +11,8 @@
 //! - [`token`]: `/oauth/token`, codes and token rotation; bearer verification.
 //! - [`connectors`]: approve / revoke / cancel and the inactivity sweep;
 //!   [`connectors_inventory`]: the inventory `list` shows (spec §5), printed
-//!   by [`connectors_table`];
+//!   by [`connectors_table`]; [`connectors_listing`]: reading it, or an older
+//!   edge's plainer list, from a `GET /connectors` answer;
 //!   [`connectors_revoke_client`]: every connector of one client at once, or a
 //!   tombstone for a client that has none; [`connectors_http`]: the same over
 //!   `/connectors/*` for enrolled devices;
@@ -47,6 +48,7 @@ pub mod connectors;
 pub mod connectors_cli;
 pub mod connectors_http;
 pub mod connectors_inventory;
+pub mod connectors_listing;
 pub mod connectors_table;
 pub mod connectors_revoke_client;
 pub mod dcr;
