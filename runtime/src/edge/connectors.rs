@@ -221,12 +221,37 @@ pub fn cancel(store: &EdgeStore, request_id: &str) -> Result<(), ApprovalError> 
     })
 }
 
+/// What a revocation was asked for: one connector (`connector revoke`) or every
+/// connector of one OAuth client (`revoke-client`). Both fail the same ways, with
+/// the same codes and statuses; only the message names what was not there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RevokeTarget {
+    Connector,
+    Client,
+}
+
+impl RevokeTarget {
+    fn not_found(self) -> &'static str {
+        match self {
+            RevokeTarget::Connector => "no connector with that id",
+            RevokeTarget::Client => "no OAuth client with that id is registered or has ever been approved",
+        }
+    }
+
+    fn already_revoked(self) -> &'static str {
+        match self {
+            RevokeTarget::Connector => "the connector is already revoked",
+            RevokeTarget::Client => "the client has no active connector and its grant is already revoked",
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RevokeError {
-    #[error("not_found: no connector with that id")]
-    NotFound,
-    #[error("already_revoked: the connector is already revoked")]
-    AlreadyRevoked,
+    #[error("not_found: {}", .0.not_found())]
+    NotFound(RevokeTarget),
+    #[error("already_revoked: {}", .0.already_revoked())]
+    AlreadyRevoked(RevokeTarget),
     #[error("edge database: {0}")]
     Db(String),
 }
@@ -234,16 +259,16 @@ pub enum RevokeError {
 impl RevokeError {
     pub fn code(&self) -> &'static str {
         match self {
-            RevokeError::NotFound => "not_found",
-            RevokeError::AlreadyRevoked => "already_revoked",
+            RevokeError::NotFound(_) => "not_found",
+            RevokeError::AlreadyRevoked(_) => "already_revoked",
             RevokeError::Db(_) => "internal_error",
         }
     }
 
     pub fn status(&self) -> u16 {
         match self {
-            RevokeError::NotFound => 404,
-            RevokeError::AlreadyRevoked => 409,
+            RevokeError::NotFound(_) => 404,
+            RevokeError::AlreadyRevoked(_) => 409,
             RevokeError::Db(_) => 500,
         }
     }
@@ -267,8 +292,8 @@ pub(super) fn revoke_in(tx: &Transaction<'_>, connector_id: &str, by: &str, now:
     let status: Option<String> =
         tx.query_row("SELECT status FROM connectors WHERE connector_id = ?1", [connector_id], |r| r.get(0)).optional()?;
     match status.as_deref() {
-        None => return Err(RevokeError::NotFound),
-        Some("revoked") => return Err(RevokeError::AlreadyRevoked),
+        None => return Err(RevokeError::NotFound(RevokeTarget::Connector)),
+        Some("revoked") => return Err(RevokeError::AlreadyRevoked(RevokeTarget::Connector)),
         _ => {}
     }
     // The generation bump fences any token minted under the old one, even one a

@@ -37,7 +37,7 @@ use serde_json::{Map, Value, json};
 use super::EdgeState;
 use super::connectors::{self, ApprovalError, RevokeError};
 use super::connectors_inventory::inventory;
-use super::connectors_revoke_client::{ClientRevokeError, MAX_CLIENT_ID_CHARS, revoke_client};
+use super::connectors_revoke_client::{MAX_CLIENT_ID_CHARS, revoke_client};
 use super::devices::Device;
 use super::devices_http::{caller, fail, object_body, string_param};
 use super::http::json_response;
@@ -116,9 +116,10 @@ fn approval_error(e: ApprovalError) -> Response {
     json_response(e.status(), body)
 }
 
-fn revoke_error(e: RevokeError) -> Response {
+/// The refusal of either revocation route; `what` names it in the log.
+fn revoke_error(what: &str, e: RevokeError) -> Response {
     if let RevokeError::Db(db) = &e {
-        tracing::error!("connector revocation: {db}");
+        tracing::error!("{what} revocation: {db}");
     }
     fail(e.status(), e.code(), &e.to_string())
 }
@@ -209,7 +210,7 @@ async fn revoke(State(s): State<Arc<EdgeState>>, headers: HeaderMap, body: Body)
         let (me, obj) = authorized(&s, &headers, body, &["connector_id", "confirm"]).await?;
         let id = connector_id(&obj)?;
         confirmed(&obj)?;
-        connectors::revoke(&s.store, id, &me.device_id).map_err(revoke_error)
+        connectors::revoke(&s.store, id, &me.device_id).map_err(|e| revoke_error("connector", e))
     };
     match run.await {
         Ok(r) => json_response(200, json!(r)),
@@ -222,12 +223,7 @@ async fn revoke_client_route(State(s): State<Arc<EdgeState>>, headers: HeaderMap
         let (me, obj) = authorized(&s, &headers, body, &["client_id", "confirm"]).await?;
         let id = client_id(&obj)?;
         confirmed(&obj)?;
-        revoke_client(&s.store, id, &me.device_id).map_err(|e| {
-            if let ClientRevokeError::Db(db) = &e {
-                tracing::error!("client revocation: {db}");
-            }
-            fail(e.status(), e.code(), &e.to_string())
-        })
+        revoke_client(&s.store, id, &me.device_id).map_err(|e| revoke_error("client", e))
     };
     match run.await {
         Ok(r) => json_response(200, json!(r)),

@@ -13,7 +13,7 @@
 use rusqlite::{OptionalExtension, Transaction, params};
 use serde::Serialize;
 
-use super::connectors::{RevokeError, revoke_in};
+use super::connectors::{RevokeError, RevokeTarget, revoke_in};
 use super::store::EdgeStore;
 
 /// The longest `client_id` looked up: `/oauth/authorize` takes no parameter
@@ -23,48 +23,6 @@ pub const MAX_CLIENT_ID_CHARS: usize = super::authorize::MAX_PARAM_BYTES;
 /// The grant's `connector_id` on a tombstone: the column is mandatory, and no
 /// connector id is empty.
 pub(super) const NO_CONNECTOR: &str = "";
-
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum ClientRevokeError {
-    #[error("not_found: no OAuth client with that id is registered or has ever been approved")]
-    NotFound,
-    #[error("already_revoked: the client has no active connector and its grant is already revoked")]
-    AlreadyRevoked,
-    #[error("edge database: {0}")]
-    Db(String),
-}
-
-impl ClientRevokeError {
-    pub fn code(&self) -> &'static str {
-        match self {
-            ClientRevokeError::NotFound => "not_found",
-            ClientRevokeError::AlreadyRevoked => "already_revoked",
-            ClientRevokeError::Db(_) => "internal_error",
-        }
-    }
-
-    pub fn status(&self) -> u16 {
-        match self {
-            ClientRevokeError::NotFound => 404,
-            ClientRevokeError::AlreadyRevoked => 409,
-            ClientRevokeError::Db(_) => 500,
-        }
-    }
-}
-
-impl From<rusqlite::Error> for ClientRevokeError {
-    fn from(e: rusqlite::Error) -> Self {
-        ClientRevokeError::Db(e.to_string())
-    }
-}
-
-impl From<RevokeError> for ClientRevokeError {
-    fn from(e: RevokeError) -> Self {
-        // The connectors were just read as active in this transaction, so only a
-        // database failure can come back from revoking them.
-        ClientRevokeError::Db(e.to_string())
-    }
-}
 
 /// The receipt of [`revoke_client`].
 #[derive(Debug, Clone, Serialize)]
@@ -91,7 +49,7 @@ fn active_connectors(tx: &Transaction<'_>, client_id: &str) -> rusqlite::Result<
 
 /// Revokes every active connector of `client_id`, rejects its pending requests
 /// and leaves its grant revoked; `by` is recorded as `revoked_by`.
-pub fn revoke_client(store: &EdgeStore, client_id: &str, by: &str) -> Result<ClientRevoked, ClientRevokeError> {
+pub fn revoke_client(store: &EdgeStore, client_id: &str, by: &str) -> Result<ClientRevoked, RevokeError> {
     let now = store.now_ms();
     store.write(|tx| {
         let registered: bool = tx.query_row("SELECT COUNT(*) > 0 FROM clients WHERE client_id = ?1", [client_id], |r| r.get(0))?;
@@ -99,7 +57,7 @@ pub fn revoke_client(store: &EdgeStore, client_id: &str, by: &str) -> Result<Cli
             tx.query_row("SELECT status FROM grants WHERE client_id = ?1", [client_id], |r| r.get(0)).optional()?;
         let (connectors, active) = active_connectors(tx, client_id)?;
         if !registered && connectors == 0 && grant.is_none() {
-            return Err(ClientRevokeError::NotFound);
+            return Err(RevokeError::NotFound(RevokeTarget::Client));
         }
         // A request still pending could otherwise be approved later and hand the
         // client a new, active grant.
@@ -108,9 +66,11 @@ pub fn revoke_client(store: &EdgeStore, client_id: &str, by: &str) -> Result<Cli
             params![client_id, now],
         )?;
         if active.is_empty() && grant.as_deref() == Some("revoked") && rejected_requests == 0 {
-            return Err(ClientRevokeError::AlreadyRevoked);
+            return Err(RevokeError::AlreadyRevoked(RevokeTarget::Client));
         }
         let mut deleted_tokens = 0;
+        // The connectors were just read as active in this transaction, so only a
+        // database failure can come back from revoking them.
         for id in &active {
             deleted_tokens += revoke_in(tx, id, by, now)?.deleted_tokens;
         }
