@@ -84,8 +84,8 @@ fn a_racing_directory_swap_never_lets_a_write_out_of_the_root() {
         call(&ctx, "herdr_fs_write", json!({"path": repo.p(&format!("swap/new-{n}.txt")), "content": "x"}))
     });
     assert_nothing_written_outside(outside.path());
-    // symlink_escape: the check saw the symlink; write_failed: the commit met it.
-    assert_raced(written, &refused, &["symlink_escape", "write_failed"]);
+    // symlink_escape: the check saw the symlink; target_changed: the commit met it.
+    assert_raced(written, &refused, &["symlink_escape", "target_changed"]);
 }
 
 #[test]
@@ -125,5 +125,5 @@ fn a_racing_directory_swap_never_lets_an_edit_out_of_the_root() {
     });
     let outside_now = listing(outside.path());
     assert_eq!(outside_now, BTreeMap::from([("keep.txt".to_string(), "state 0\n".to_string())]));
-    assert_raced(edited, &refused, &["symlink_escape", "read_failed", "write_failed"]);
+    assert_raced(edited, &refused, &["symlink_escape", "read_failed", "target_changed"]);
 }

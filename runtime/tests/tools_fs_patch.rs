@@ -254,3 +254,29 @@ fn a_directory_to_update_or_delete_fails_the_patch_by_name() {
 fn ctx_with(roots: Vec<std::path::PathBuf>) -> std::sync::Arc<herdr_mcp::tools::ToolContext> {
     ctx(herdr_mcp::policy::Policy::for_tests(roots))
 }
+
+/// Two nested projects, only the inner one (src) whitelisted: a patch of either
+/// that also touches the other is refused as a whole, whether the gate passed
+/// or refused the files before, and no file changes.
+#[test]
+fn a_patch_spanning_a_whitelisted_and_a_non_whitelisted_root_changes_nothing() {
+    let repo = sample();
+    let policy = herdr_mcp::policy::Policy::for_tests(vec![repo.root.clone(), repo.path("src")]);
+    let two = ctx(policy.with_write_roots(Some(vec![repo.path("src")])));
+    let before = snapshot(&repo.root);
+    let src_a = "*** Update File: a.rs\n-    1\n+    9\n";
+    let outer_old = "*** Update File: ../old.txt\n*** Move to: ../gone.txt\n";
+    let cases = [
+        // inner root: the gate passes a.rs, then the outer file is another project's.
+        (repo.p("src"), format!("{src_a}{outer_old}"), "cross_project_patch_denied"),
+        (repo.p("src"), format!("*** Delete File: ../old.txt\n{src_a}"), "cross_project_patch_denied"),
+        // outer root: refused by the gate at its own file, or as cross-project first.
+        (repo.p(""), "*** Delete File: old.txt\n*** Update File: src/a.rs\n-    1\n+    9\n".to_string(), "root_not_whitelisted"),
+        (repo.p(""), "*** Update File: src/a.rs\n-    1\n+    9\n*** Delete File: old.txt\n".to_string(), "cross_project_patch_denied"),
+    ];
+    for (root, body, reason) in cases {
+        let r = call(&two, "herdr_fs_patch", json!({"root": root, "patch": format!("*** Begin Patch\n{body}*** End Patch")}));
+        assert_reason(&r, reason);
+        assert_eq!(snapshot(&repo.root), before, "{body}");
+    }
+}

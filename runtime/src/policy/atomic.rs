@@ -13,9 +13,10 @@
 //!    is undone in reverse order, so the targets end byte-identical to before. The
 //!    policy checked the targets by path; the swap checks them again on the entries
 //!    themselves: a new file (`Create`, `WriteLike`) takes its name only while
-//!    nothing has it (a hard link, which fails on an existing name), and an entry
-//!    moved aside to be replaced or deleted must be a regular file, else it is put
-//!    back and the transaction refused.
+//!    nothing has it (see [`super::new_name`]), an entry moved aside to be replaced
+//!    or deleted must be a regular file, else it is put back, and one that is gone
+//!    is not recreated. Each of these refuses the transaction as changed after the
+//!    check ([`CommitError::target_changed`]).
 //! 3. Clean up: backups are removed and the directories fsynced.
 
 use std::ffi::OsString;
@@ -25,14 +26,18 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use super::changed::{changed, is_changed};
 use super::dir_fd::{Dir, DirOpen, EntryKind, openat2_dir};
+use super::new_name::{KERNEL, Naming, place_new};
 
 /// One change of a transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
-    /// Replace the regular file at `path` with `bytes` (or create it if nothing is
-    /// there). Anything else found at `path` refuses the transaction.
-    Write { path: PathBuf, bytes: Vec<u8> },
+    /// Replace the regular file at `path` with `bytes`, keeping its permissions.
+    /// The new content was computed against that file (or the caller saw it and
+    /// chose to replace it), so anything else found at `path` by then, nothing
+    /// included, refuses the transaction: a file deleted meanwhile is not recreated.
+    Replace { path: PathBuf, bytes: Vec<u8> },
     /// Create `path` with `bytes`; refused if anything is named `path` by then.
     Create { path: PathBuf, bytes: Vec<u8> },
     /// Create `path` with `bytes` and the permissions of the file `like` (the
@@ -46,7 +51,7 @@ pub enum Change {
 impl Change {
     pub fn path(&self) -> &Path {
         match self {
-            Change::Write { path, .. }
+            Change::Replace { path, .. }
             | Change::Create { path, .. }
             | Change::WriteLike { path, .. }
             | Change::Delete { path } => path,
@@ -61,13 +66,16 @@ impl Change {
 }
 
 /// A failed transaction. `rolled_back` is false only if undoing itself failed, in
-/// which case `message` names what is left where.
+/// which case `message` names what is left where. `target_changed` says the cause
+/// is a target or directory that is no longer what the policy checked (appeared,
+/// vanished, or became a directory or symlink): worth looking again before a retry.
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct CommitError {
     pub path: PathBuf,
     pub message: String,
     pub rolled_back: bool,
+    pub target_changed: bool,
 }
 
 /// Applies every change or none.
@@ -81,21 +89,23 @@ pub fn commit_with_fault(
     changes: &[Change],
     fault: &mut dyn FnMut(usize) -> io::Result<()>,
 ) -> Result<(), CommitError> {
-    commit_via(changes, fault, &openat2_dir)
+    commit_via(changes, fault, &openat2_dir, KERNEL)
 }
 
-/// [`commit_with_fault`] with the directory open given (tests act as a kernel
-/// without `openat2`, or as a tree changed after the check).
+/// [`commit_with_fault`] with the directory open and the naming of new files
+/// given (tests act as a kernel without `openat2`, a filesystem without hard
+/// links, or a tree changed after the check).
 pub(crate) fn commit_via(
     changes: &[Change],
     fault: &mut dyn FnMut(usize) -> io::Result<()>,
     open: DirOpen,
+    naming: Naming,
 ) -> Result<(), CommitError> {
     let mut txn = Txn::open(changes, open)?;
     txn.stage(changes)?;
     let mut done: Vec<Step> = Vec::new();
     for (i, change) in changes.iter().enumerate() {
-        if let Err(e) = fault(i).and_then(|()| txn.swap(i, change, &mut done)) {
+        if let Err(e) = fault(i).and_then(|()| txn.swap(i, change, naming, &mut done)) {
             let undo_errors = txn.undo(&done);
             txn.remove_temps();
             let rolled_back = undo_errors.is_empty();
@@ -105,7 +115,8 @@ pub(crate) fn commit_via(
             } else {
                 message.push_str(&format!("; rollback incomplete: {}", undo_errors.join("; ")));
             }
-            return Err(CommitError { path: change.path().to_path_buf(), message, rolled_back });
+            let target_changed = is_changed(&e);
+            return Err(CommitError { path: change.path().to_path_buf(), message, rolled_back, target_changed });
         }
     }
     txn.finish(&done);
@@ -144,7 +155,7 @@ impl Txn {
         for change in changes {
             let target = txn.locate(change.path(), open).map_err(|e| staging_failed(change.path(), e))?;
             let model = match change {
-                Change::Write { .. } => Some(target.clone()),
+                Change::Replace { .. } => Some(target.clone()),
                 Change::WriteLike { like, .. } => {
                     Some(txn.locate(like, open).map_err(|e| staging_failed(change.path(), e))?)
                 }
@@ -179,7 +190,7 @@ impl Txn {
     fn stage(&mut self, changes: &[Change]) -> Result<(), CommitError> {
         for (i, change) in changes.iter().enumerate() {
             let staged = match change {
-                Change::Write { bytes, .. } | Change::Create { bytes, .. } | Change::WriteLike { bytes, .. } => {
+                Change::Replace { bytes, .. } | Change::Create { bytes, .. } | Change::WriteLike { bytes, .. } => {
                     let model = self.models[i].as_ref();
                     let mode = model.and_then(|m| self.dir(m).file_mode(Path::new(&m.name)));
                     stage(self.dir(&self.targets[i]), &self.targets[i].name, bytes, mode, &self.id, i).map(Some)
@@ -201,13 +212,14 @@ impl Txn {
     /// What the policy check saw at the target is verified again here, on the
     /// entry in the opened directory: a new file replaces nothing, and only a
     /// regular file is replaced or deleted (a directory or symlink put there
-    /// since the check is put back and refuses the transaction).
-    fn swap(&self, i: usize, change: &Change, done: &mut Vec<Step>) -> io::Result<()> {
+    /// since the check is put back and refuses the transaction), and a file gone
+    /// since the check is not recreated.
+    fn swap(&self, i: usize, change: &Change, naming: Naming, done: &mut Vec<Step>) -> io::Result<()> {
         let dir = self.dir(&self.targets[i]);
         let target = Path::new(&self.targets[i].name);
         if change.creates() {
             let temp = self.temps[i].as_ref().ok_or_else(|| io::Error::other("a new file has no staged content"))?;
-            dir.place_new(Path::new(temp), target)?;
+            place_new(dir, Path::new(temp), target, naming)?;
             done.push(Step::Placed { i });
             return Ok(());
         }
@@ -219,16 +231,20 @@ impl Txn {
                 done.push(Step::Backed { i, backup: backup.clone() });
                 if dir.entry(Path::new(&backup))? != EntryKind::File {
                     // The undo of the step just recorded puts it back.
-                    return Err(io::Error::other(format!(
+                    return Err(changed(io::ErrorKind::Other, format!(
                         "{} is no longer a regular file (a directory, symlink or special file took its place after the check); it was left as it is",
                         dir.path.join(target).display()
                     )));
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                if matches!(change, Change::Delete { .. }) {
-                    return Err(io::Error::new(io::ErrorKind::NotFound, "the file to delete is gone"));
-                }
+                // Whoever removed it meant something by that; content computed
+                // against the old file must not bring it back.
+                let what = if matches!(change, Change::Delete { .. }) { "to delete" } else { "to replace" };
+                return Err(changed(
+                    io::ErrorKind::NotFound,
+                    format!("the file {what}, {}, was removed after it was checked; it was not recreated", dir.path.join(target).display()),
+                ));
             }
             Err(e) => return Err(e),
         }
@@ -291,6 +307,7 @@ fn staging_failed(path: &Path, e: io::Error) -> CommitError {
         path: path.to_path_buf(),
         message: format!("cannot stage new content for {}: {e}", path.display()),
         rolled_back: true,
+        target_changed: is_changed(&e),
     }
 }
 

@@ -3,6 +3,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::fs::{PermissionsExt, symlink};
 
 use super::*;
+use crate::policy::new_name::KERNEL;
 
 /// A temp dir by its canonical path, as the policy hands targets to a commit.
 fn canonical_tempdir() -> (tempfile::TempDir, PathBuf) {
@@ -31,8 +32,8 @@ fn writes_creates_deletes_and_keeps_permissions() {
     fs::set_permissions(&a, fs::Permissions::from_mode(0o751)).unwrap();
     fs::write(&c, "c").unwrap();
     commit(&[
-        Change::Write { path: a.clone(), bytes: b"new a".to_vec() },
-        Change::Write { path: b.clone(), bytes: b"new b".to_vec() },
+        Change::Replace { path: a.clone(), bytes: b"new a".to_vec() },
+        Change::Create { path: b.clone(), bytes: b"new b".to_vec() },
         Change::Delete { path: c.clone() },
     ])
     .unwrap();
@@ -54,10 +55,10 @@ fn a_failure_midway_restores_every_file() {
     fs::write(&a, "A").unwrap();
     fs::write(&c, "C").unwrap();
     let changes = [
-        Change::Write { path: a.clone(), bytes: b"A2".to_vec() },
-        Change::Write { path: b.clone(), bytes: b"B2".to_vec() },
+        Change::Replace { path: a.clone(), bytes: b"A2".to_vec() },
+        Change::Create { path: b.clone(), bytes: b"B2".to_vec() },
         Change::Delete { path: c.clone() },
-        Change::Write { path: d.clone(), bytes: b"D2".to_vec() },
+        Change::Create { path: d.clone(), bytes: b"D2".to_vec() },
     ];
     for fail_at in 1..changes.len() {
         let err = commit_with_fault(&changes, &mut |i| {
@@ -81,8 +82,8 @@ fn a_staging_failure_touches_nothing() {
     fs::write(&a, "A").unwrap();
     let missing_dir = dir.as_path().join("nope").join("x");
     let err = commit(&[
-        Change::Write { path: a.clone(), bytes: b"A2".to_vec() },
-        Change::Write { path: missing_dir, bytes: b"X".to_vec() },
+        Change::Replace { path: a.clone(), bytes: b"A2".to_vec() },
+        Change::Create { path: missing_dir, bytes: b"X".to_vec() },
     ])
     .unwrap_err();
     assert!(err.message.contains("cannot stage"), "{err}");
@@ -101,10 +102,10 @@ fn without_openat2_the_commit_opens_directories_by_path() {
         fs::write(&a, "old").unwrap();
         fs::set_permissions(&a, fs::Permissions::from_mode(0o640)).unwrap();
         let changes = [
-            Change::Write { path: a.clone(), bytes: b"new".to_vec() },
+            Change::Replace { path: a.clone(), bytes: b"new".to_vec() },
             Change::WriteLike { path: b.clone(), bytes: b"b".to_vec(), like: a.clone() },
         ];
-        commit_via(&changes, &mut |_| Ok(()), &errno(n)).unwrap();
+        commit_via(&changes, &mut |_| Ok(()), &errno(n), KERNEL).unwrap();
         assert_eq!(fs::read(&a).unwrap(), b"new", "errno {n}");
         assert_eq!(fs::metadata(&b).unwrap().permissions().mode() & 0o777, 0o640, "errno {n}");
         assert!(leftovers(&dir).is_empty());
@@ -123,20 +124,20 @@ fn a_directory_replaced_by_a_symlink_after_the_check_is_refused() {
     fs::write(outside.join("x"), "X").unwrap();
     symlink(&outside, dir.join("sub")).unwrap();
     let changes = [
-        Change::Write { path: a.clone(), bytes: b"A2".to_vec() },
-        Change::Write { path: dir.join("sub/x"), bytes: b"X2".to_vec() },
-        Change::Write { path: dir.join("sub/new"), bytes: b"N".to_vec() },
+        Change::Replace { path: a.clone(), bytes: b"A2".to_vec() },
+        Change::Replace { path: dir.join("sub/x"), bytes: b"X2".to_vec() },
+        Change::Create { path: dir.join("sub/new"), bytes: b"N".to_vec() },
     ];
     let direct = commit(&changes);
     // The same refusal when the kernel reports the symlink (ELOOP) on any system.
-    let simulated = commit_via(&changes, &mut |_| Ok(()), &errno(libc::ELOOP));
+    let simulated = commit_via(&changes, &mut |_| Ok(()), &errno(libc::ELOOP), KERNEL);
     let mut results = vec![simulated];
     if cfg!(target_os = "linux") {
         results.push(direct);
     }
     for result in results {
         let err = result.unwrap_err();
-        assert!(err.rolled_back, "{err}");
+        assert!(err.rolled_back && err.target_changed, "{err}");
         assert!(err.message.starts_with("cannot stage new content for "), "{err}");
         assert!(err.message.contains("was replaced by a symlink after it was checked; it was not followed"), "{err}");
         assert_eq!(fs::read(&a).unwrap(), b"A");
@@ -155,8 +156,8 @@ fn a_target_replaced_by_a_symlink_is_neither_followed_nor_replaced() {
     let (_out, outside) = canonical_tempdir();
     fs::write(outside.join("o"), "O").unwrap();
     symlink(outside.join("o"), dir.join("t")).unwrap();
-    let err = commit(&[Change::Write { path: dir.join("t"), bytes: b"T".to_vec() }]).unwrap_err();
-    assert!(err.rolled_back && err.message.contains("is no longer a regular file"), "{err}");
+    let err = commit(&[Change::Replace { path: dir.join("t"), bytes: b"T".to_vec() }]).unwrap_err();
+    assert!(err.rolled_back && err.target_changed && err.message.contains("is no longer a regular file"), "{err}");
     assert_eq!(fs::read(outside.join("o")).unwrap(), b"O");
     assert_eq!(fs::read_link(dir.join("t")).unwrap(), outside.join("o"));
     assert!(leftovers(&dir).is_empty() && leftovers(&outside).is_empty());
@@ -193,7 +194,7 @@ fn a_target_changed_after_the_check_refuses_the_commit_and_is_kept() {
         let cases: Vec<(Change, bool)> = vec![
             (Change::Create { path: t.clone(), bytes: b"ours".to_vec() }, false),
             (Change::WriteLike { path: t.clone(), bytes: b"ours".to_vec(), like }, false),
-            (Change::Write { path: t.clone(), bytes: b"ours".to_vec() }, true),
+            (Change::Replace { path: t.clone(), bytes: b"ours".to_vec() }, true),
             (Change::Delete { path: t.clone() }, true),
         ];
         for (change, existed) in cases {
@@ -208,7 +209,7 @@ fn a_target_changed_after_the_check_refuses_the_commit_and_is_kept() {
             if existed {
                 fs::write(&t, "checked").unwrap();
             }
-            let changes = [Change::Write { path: first.clone(), bytes: b"2".to_vec() }, change.clone()];
+            let changes = [Change::Replace { path: first.clone(), bytes: b"2".to_vec() }, change.clone()];
             let err = commit_with_fault(&changes, &mut |i| {
                 if i == 1 {
                     make(&t);
@@ -216,10 +217,47 @@ fn a_target_changed_after_the_check_refuses_the_commit_and_is_kept() {
                 Ok(())
             })
             .unwrap_err();
-            assert!(err.rolled_back, "{change:?} / intruder {intruder}: {err}");
+            assert!(err.rolled_back && err.target_changed, "{change:?} / intruder {intruder}: {err}");
             assert!(kept(&t, intruder), "{change:?} / intruder {intruder}: {err}");
             assert_eq!(fs::read(&first).unwrap(), b"1", "{change:?} / intruder {intruder}");
             assert!(leftovers(&dir).is_empty(), "{:?}", leftovers(&dir));
         }
     }
+}
+
+/// A file to replace or delete that is removed after the check: the content was
+/// computed against it, so it is not recreated; the commit is refused as a
+/// changed target and the change already made to another file is undone.
+/// (Before, a replacement recreated the file.)
+#[test]
+fn a_target_removed_after_the_check_is_not_recreated() {
+    let (_tmp, dir) = canonical_tempdir();
+    let (first, t) = (dir.join("first"), dir.join("t"));
+    for change in [Change::Replace { path: t.clone(), bytes: b"ours".to_vec() }, Change::Delete { path: t.clone() }] {
+        fs::write(&first, "1").unwrap();
+        fs::write(&t, "checked").unwrap();
+        let changes = [Change::Replace { path: first.clone(), bytes: b"2".to_vec() }, change.clone()];
+        let err = commit_with_fault(&changes, &mut |i| {
+            if i == 1 {
+                fs::remove_file(&t).unwrap();
+            }
+            Ok(())
+        })
+        .unwrap_err();
+        assert!(err.rolled_back && err.target_changed, "{change:?}: {err}");
+        assert!(err.message.contains("was removed after it was checked; it was not recreated"), "{err}");
+        assert_eq!(err.path, t);
+        assert!(t.symlink_metadata().is_err(), "{change:?}: the removed file came back");
+        assert_eq!(fs::read(&first).unwrap(), b"1", "{change:?}");
+        assert!(leftovers(&dir).is_empty(), "{:?}", leftovers(&dir));
+    }
+}
+
+/// A failure that is not about the tree (here a directory that does not exist)
+/// is not reported as a changed target.
+#[test]
+fn other_failures_are_not_a_changed_target() {
+    let (_tmp, dir) = canonical_tempdir();
+    let err = commit(&[Change::Create { path: dir.join("nope/x"), bytes: b"X".to_vec() }]).unwrap_err();
+    assert!(!err.target_changed, "{err}");
 }

@@ -22,6 +22,7 @@ use nix::fcntl::{AtFlags, OFlag};
 use nix::sys::stat::{Mode, SFlag};
 use nix::unistd::UnlinkatFlags;
 
+use super::changed::changed;
 use super::no_symlinks::{CheckedOpenError, open_checked, openat2_no_symlinks_with};
 
 /// Opens an absolute directory path without following any symlink in it.
@@ -54,13 +55,6 @@ pub(crate) enum EntryKind {
     Other,
 }
 
-fn appeared(name: &Path) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::AlreadyExists,
-        format!("{} appeared after the target was checked; it was left as it is", name.display()),
-    )
-}
-
 /// A directory open by descriptor, with the path it was checked under (for messages).
 #[derive(Debug)]
 pub(crate) struct Dir {
@@ -76,14 +70,19 @@ impl Dir {
         let by_path = |p: &Path| nix::fcntl::open(p, dir_flags(), Mode::empty()).map_err(io::Error::from);
         match open_checked(path, open, by_path).1 {
             Ok(fd) => Ok(Dir { path: path.to_path_buf(), fd }),
-            Err(CheckedOpenError::Swapped) => Err(io::Error::other(format!(
-                "the directory {} was replaced by a symlink after it was checked; it was not followed",
-                path.display()
-            ))),
+            Err(CheckedOpenError::Swapped) => Err(changed(
+                io::ErrorKind::Other,
+                format!("the directory {} was replaced by a symlink after it was checked; it was not followed", path.display()),
+            )),
             Err(CheckedOpenError::Io(e)) => {
                 Err(io::Error::new(e.kind(), format!("cannot open the directory {}: {e}", path.display())))
             }
         }
+    }
+
+    /// The descriptor, for the `*at` calls of [`super::new_name`].
+    pub(super) fn fd(&self) -> &OwnedFd {
+        &self.fd
     }
 
     /// Creates `name` new (never through a symlink, never over an existing entry)
@@ -101,23 +100,6 @@ impl Dir {
             Ok(_) => Ok(EntryKind::Other),
             Err(nix::errno::Errno::ENOENT) => Ok(EntryKind::Missing),
             Err(e) => Err(e.into()),
-        }
-    }
-
-    /// Gives the file `from` the name `to` only if nothing is named `to`: a hard
-    /// link fails atomically on an existing name, where a rename would replace it.
-    /// Filesystems without hard links get a look and a rename, which leaves the
-    /// moment between the two open.
-    pub fn place_new(&self, from: &Path, to: &Path) -> io::Result<()> {
-        match nix::unistd::linkat(&self.fd, from, &self.fd, to, AtFlags::empty()) {
-            Ok(()) => self.unlink(from),
-            Err(nix::errno::Errno::EEXIST) => Err(appeared(to)),
-            Err(_) => {
-                if self.entry(to)? != EntryKind::Missing {
-                    return Err(appeared(to));
-                }
-                self.rename(from, to)
-            }
         }
     }
 

@@ -13,9 +13,11 @@
 //!   descriptors opened without following symlinks (`dir_fd`).
 
 pub mod atomic;
+mod changed;
 mod dir_fd;
 mod lexical;
 pub mod live_roots;
+mod new_name;
 mod no_symlinks;
 pub mod open;
 pub mod paths;

@@ -58,6 +58,15 @@ pub fn path_refusal(reason: &str, path: &std::path::Path, message: impl Into<Str
     ToolOutput::refusal(reason, message, json!({"path": path.display().to_string()}))
 }
 
+/// A failed commit of herdr_fs_write or herdr_fs_edit. `target_changed` when the
+/// file or its directory is no longer what the checks saw, so the user looks
+/// again before a retry (the spec has no reason for this); `write_failed` for
+/// every other failure.
+pub fn commit_refusal(path: &std::path::Path, e: crate::policy::atomic::CommitError) -> ToolOutput {
+    let reason = if e.target_changed { "target_changed" } else { "write_failed" };
+    path_refusal(reason, path, e.message)
+}
+
 /// Shared wording about how paths are interpreted, for tool descriptions.
 #[macro_export]
 macro_rules! path_rules {

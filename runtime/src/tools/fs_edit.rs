@@ -3,7 +3,7 @@
 use regex::bytes::Regex;
 use serde_json::{Map, Value, json};
 
-use super::common::{bool_arg, object_schema, path_refusal, path_schema, req_str};
+use super::common::{bool_arg, commit_refusal, object_schema, path_refusal, path_schema, req_str};
 use super::mutation::check_dirty;
 use super::unsized_read::read_whole;
 use super::{Access, Handler, ToolContext, ToolOutput, ToolSpec};
@@ -73,8 +73,8 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
         return out;
     }
     let after = finder.replace(&before, regex::bytes::NoExpand(req_str(args, "new_string").as_bytes())).into_owned();
-    if let Err(e) = commit(&[Change::Write { path: path.clone(), bytes: after.clone() }]) {
-        return path_refusal("write_failed", path, e.message);
+    if let Err(e) = commit(&[Change::Replace { path: path.clone(), bytes: after.clone() }]) {
+        return commit_refusal(path, e);
     }
     ToolOutput::payload(json!({
         "ok": true,

@@ -3,6 +3,7 @@
 //! Every operation is resolved and computed in memory first; only when all of them
 //! succeed are the files changed, in one atomic transaction (`policy::atomic`).
 
+use std::cell::OnceCell;
 use std::collections::HashSet;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -88,17 +89,12 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
         Err(e) => return failed(&e, Value::Null),
     };
     let dry_run = bool_arg(args, "dry_run", false);
-    // The mutation gate runs per file, as each path is resolved, so that as in
-    // fs_edit and fs_write a path refusal comes before it and anything about the
-    // file itself (missing context, a directory in the way) after it. Every
-    // patch names at least one file, so the gate always runs. dry_run skips it.
-    let gate = Gate { ctx, root: &root, mutation: !dry_run };
-    let mut plan = Plan::default();
-    for op in &ops {
-        if let Err(out) = plan_op(&gate, op, &mut plan) {
-            return out;
-        }
-    }
+    let check_mutation = |root: &Path| ctx.policy.check_mutation(root);
+    let gate = Gate::new(ctx, &root, (!dry_run).then_some(&check_mutation as &MutationCheck));
+    let plan = match plan(&gate, &ops) {
+        Ok(plan) => plan,
+        Err(out) => return out,
+    };
     if !dry_run {
         if let Err(out) = check_dirty(&root, &plan.sources, bool_arg(args, "confirm_dirty", false)) {
             return out;
@@ -107,7 +103,7 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
             return ToolOutput::code(
                 "PATCH_COMMIT_FAILED",
                 e.message,
-                json!({"path": e.path.display().to_string(), "rolled_back": e.rolled_back}),
+                json!({"path": e.path.display().to_string(), "rolled_back": e.rolled_back, "target_changed": e.target_changed}),
             );
         }
     }
@@ -136,25 +132,47 @@ fn project_root(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolOutput> {
     ))
 }
 
-/// What every file of a patch must pass once its path is resolved.
+/// The mutation gate (spec §2.4) for a project root.
+type MutationCheck<'a> = dyn Fn(&Path) -> Result<(), Refusal> + 'a;
+
+/// What every file of a patch must pass once its path is resolved. The gate
+/// is consulted as each path is resolved, so that as in fs_edit and fs_write a
+/// path refusal comes before it and anything about the file itself (missing
+/// context, a directory in the way) after it; every patch names a file, so it
+/// always runs. It runs once per root the patch touches, which is once: a file
+/// of any other root is refused as cross-project before the gate.
 struct Gate<'a> {
     ctx: &'a ToolContext,
     root: &'a Path,
-    /// Whether the mutation gate applies (not for dry_run).
-    mutation: bool,
+    /// None for dry_run, which skips the gate.
+    mutation: Option<&'a MutationCheck<'a>>,
+    verdict: OnceCell<Result<(), Refusal>>,
 }
 
-impl Gate<'_> {
+impl<'a> Gate<'a> {
+    fn new(ctx: &'a ToolContext, root: &'a Path, mutation: Option<&'a MutationCheck<'a>>) -> Self {
+        Gate { ctx, root, mutation, verdict: OnceCell::new() }
+    }
+
     /// The file's root must be the patch's own, and the root writable.
     fn check(&self, resolved_root: &Path, raw: &str) -> Result<(), Refusal> {
         if resolved_root != self.root {
             return Err(cross_project_refusal(self.root, raw));
         }
-        if self.mutation {
-            self.ctx.policy.check_mutation(self.root)?;
+        match self.mutation {
+            Some(mutation) => self.verdict.get_or_init(|| mutation(self.root)).clone(),
+            None => Ok(()),
         }
-        Ok(())
     }
+}
+
+/// Resolves, gates and computes every operation, touching no file.
+fn plan(gate: &Gate, ops: &[Op]) -> Result<Plan, ToolOutput> {
+    let mut plan = Plan::default();
+    for op in ops {
+        plan_op(gate, op, &mut plan)?;
+    }
+    Ok(plan)
 }
 
 fn plan_op(gate: &Gate, op: &Op, plan: &mut Plan) -> Result<(), ToolOutput> {
@@ -200,7 +218,7 @@ fn plan_op(gate: &Gate, op: &Op, plan: &mut Plan) -> Result<(), ToolOutput> {
                 None => {
                     plan.summary.push(format!("M {}", rel(root, &src.real)));
                     plan.affected.push(json!({"path": src.real.display().to_string(), "operation": "update"}));
-                    plan.changes.push(Change::Write { path: src.real, bytes });
+                    plan.changes.push(Change::Replace { path: src.real, bytes });
                 }
                 Some(dest_raw) => {
                     let dest = resolve_target(gate, dest_raw)?;
@@ -325,3 +343,7 @@ fn hunk_failure(path: &str, e: HunkError) -> ToolOutput {
 fn rel(root: &Path, path: &Path) -> String {
     path.strip_prefix(root).unwrap_or(path).display().to_string()
 }
+
+#[cfg(test)]
+#[path = "fs_patch_tests.rs"]
+mod tests;

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::common::{bool_arg, object_schema, path_schema, req_str};
+use super::common::{bool_arg, commit_refusal, object_schema, path_schema, req_str};
 use super::mutation::check_dirty;
 use super::{Access, Handler, ToolContext, ToolOutput, ToolSpec};
 use crate::policy::atomic::{Change, commit};
@@ -63,14 +63,15 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
     let content = req_str(args, "content").as_bytes().to_vec();
     let bytes = content.len();
     // A new file is created only if nothing took its name since the check, so a
-    // file that appeared meanwhile is never replaced without overwrite:true.
+    // file that appeared meanwhile is never replaced without overwrite:true; and
+    // a file replaced with overwrite:true that vanished meanwhile is not recreated.
     let change = if target.exists {
-        Change::Write { path: path.clone(), bytes: content }
+        Change::Replace { path: path.clone(), bytes: content }
     } else {
         Change::Create { path: path.clone(), bytes: content }
     };
     if let Err(e) = commit(&[change]) {
-        return ToolOutput::refusal("write_failed", e.message, json!({"path": path.display().to_string()}));
+        return commit_refusal(path, e);
     }
     ToolOutput::payload(json!({
         "ok": true,
