@@ -39,6 +39,11 @@ pub const MAX_ACCEPTED_WAKES: usize = 20;
 pub const WORKER_STOPPED: &str = "worker-stopped";
 /// Code of an accepted wake pushed out of the full accepted list (it never reached the page).
 pub const BACKLOG: &str = "backlog";
+/// Code of a delivery stopped because its claim could not be written before the page was
+/// touched. The page certainly did not get the text, yet the wake is not retried on its own:
+/// without a record on disk a stopped worker could not tell the next one about a second
+/// attempt, so sending it again is left to the user ("send now").
+pub const STATE_NOT_SAVED: &str = "state-not-saved";
 
 /// Text compared for duplicates: zero-width spaces removed, white space collapsed.
 pub fn normalise(text: &str) -> String {
@@ -454,6 +459,27 @@ mod tests {
         for code in ["insert-failed", "submit-failed", "no-response", "context-invalidated", WORKER_STOPPED, "weird"] {
             assert!(!PendingReason::from_code(code).nothing_reached_the_page(), "{code}");
         }
+    }
+
+    #[test]
+    fn a_wake_whose_claim_could_not_be_saved_waits_for_the_user_and_is_sent_once() {
+        let mut g = DeliveryGuard::default();
+        g.accept(wake("a", TEXT), 0);
+        g.begin(1, &wake("a", TEXT), 1).unwrap();
+        // The write-ahead save failed: the shell reports it before touching the page.
+        assert!(g.finish(1, "a", DeliveryOutcome::NotDelivered(STATE_NOT_SAVED.into()), 2));
+        assert!(g.in_flight(1).is_none(), "the tab is free");
+        assert!(g.accepted().is_empty());
+        let pending = g.pending(3);
+        assert_eq!(pending.len(), 1, "kept, not lost");
+        assert_eq!((pending[0].wake.id.as_str(), &pending[0].reason), ("a", &PendingReason::Failed(STATE_NOT_SAVED.into())));
+        assert!(g.next_retry("k", 4).is_none(), "a free composer does not resend it on its own");
+        assert!(reloaded(&g).recover_after_restart(5).is_empty(), "nor does the next worker, once the list was saved");
+        let again = g.take_pending("a", 6).expect("send now hands it back");
+        g.begin(1, &again, 7).expect("the tab takes it; no dedupe, the first attempt sent nothing");
+        assert!(g.finish(1, "a", DeliveryOutcome::Delivered, 8));
+        assert!(g.pending(9).is_empty(), "delivered once, offered no more");
+        assert_eq!(g.begin(1, &wake("b", TEXT), 10), Err(Blocked::Dedupe), "the same text right after is a duplicate");
     }
 
     /// The guard as the next worker reads it from storage.

@@ -41,6 +41,7 @@ use ext_core::continuity::{
     Blocked, BindingView, Continuity, ContinuityAction, DeliveryGuard, DeliveryOutcome, Lang, PendingReason, ProgressSettings, PushEvent, Settings,
     TabRef, Wake, WorkspaceRef,
 };
+use ext_core::continuity::delivery_guard::STATE_NOT_SAVED;
 use ext_core::continuity::progress::{COOLDOWN_FIELD, DEFAULT_COOLDOWN_SEC, DEFAULT_TICK_SEC, MAX_SETTING_SEC, TICK_FIELD};
 use serde_json::{Map, Value, json};
 
@@ -347,6 +348,8 @@ async fn deliver_wake(wake: Wake, trigger: Trigger) -> Value {
         return finish_log(&wake, trigger, json!({ "ok": false, "error": "no_tab" }));
     };
     let tab64 = i64::from(tab);
+    // Development installs only: the e2e test of a worker stopped between accept and begin.
+    super::dev_seams::hold_before_begin(&wake.id).await;
     let begun = STATE.with(|s| s.borrow_mut().guard.begin(tab64, &wake, io::now()));
     match begun {
         // The same text just reached this tab: a duplicate, not a loss.
@@ -358,7 +361,7 @@ async fn deliver_wake(wake: Wake, trigger: Trigger) -> Value {
     // The claim must be on disk before the page is touched: a worker stopped from here on
     // leaves a record the next one reports as uncertain instead of forgetting the wake.
     if let Err(e) = save().await {
-        let code = "state-not-saved";
+        let code = STATE_NOT_SAVED;
         STATE.with(|s| s.borrow_mut().guard.finish(tab64, &wake.id, DeliveryOutcome::NotDelivered(code.into()), io::now()));
         return finish_log(&wake, trigger, json!({ "ok": false, "error": code, "detail": e, "tab": tab }));
     }
@@ -629,6 +632,8 @@ pub fn state() -> Value {
             "guard": s.guard,
             // The progress settings in force (options changes must reach the core).
             "progress": s.core.settings().progress,
+            // The development seam that halts deliveries before `begin` (e2e only).
+            "holdBeforeBegin": super::dev_seams::hold_view(),
         })
     })
 }

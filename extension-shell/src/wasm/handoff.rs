@@ -249,7 +249,7 @@ async fn run(id: String, kind: PageKind, source_tab: i32, launch: String) {
     let Some(Ok(seed)) = with_transfer(&id, |t| t.begin_seed(lang(), io::now())) else { return };
     if let Err(e) = save().await {
         io::log("error", &format!("handoff {id}: the seed was not sent, its record could not be saved: {e}"));
-        with_transfer(&id, |t| t.fail("state-not-saved", io::now()));
+        with_transfer(&id, |t| t.fail(ext_core::continuity::delivery_guard::STATE_NOT_SAVED, io::now()));
         return;
     }
     let outcome = seed_outcome(&send_raw(kind, target_tab, &seed).await);

@@ -6,6 +6,7 @@ mod continuity;
 mod continuity_delivery;
 mod continuity_io;
 mod continuity_stream;
+mod dev_seams;
 mod handoff;
 mod io;
 mod port;
