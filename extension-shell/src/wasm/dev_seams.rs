@@ -5,9 +5,10 @@
 //!
 //! With `chrome.storage.local` `herdrDevHoldBeforeBegin` = `true`, an unpacked (development)
 //! install halts every delivery at that point and never resumes it in this worker instance —
-//! what a worker stopped there leaves behind. The test then stops the worker and clears the
-//! value; the next instance finds the wake accepted and delivers it. Any other install
-//! ignores the value, and nothing in the extension's pages or messages writes it.
+//! what a worker stopped there leaves behind. The test then clears the value (the halted
+//! delivery stays halted) and stops the worker; the next instance finds the wake accepted and
+//! delivers it. Any other install ignores the value, and nothing in the extension's pages or
+//! messages writes it.
 
 use std::cell::RefCell;
 
