@@ -173,9 +173,11 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
         if let Some(cfg) = link {
             let stop = shutdown.clone();
+            // Kept mutation answers go to the state database too, to outlive a restart.
+            let db = exec.as_ref().map(|(db, _)| Arc::clone(db));
             tokio::spawn(async move {
                 // A refused credential ends the link, not the runtime serving local clients.
-                if let Err(reason) = herdr_mcp::link::run(cfg, stop).await {
+                if let Err(reason) = herdr_mcp::link::run_with_state(cfg, stop, db).await {
                     tracing::error!("edge link stopped: {reason}");
                 }
             });

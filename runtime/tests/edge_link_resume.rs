@@ -9,61 +9,18 @@ mod edge_support;
 mod links;
 #[path = "edge_support/procs.rs"]
 mod procs;
+#[path = "edge_support/cut_proxy.rs"]
+mod cut_proxy;
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use cut_proxy::CutProxy;
 use edge_support::*;
 use herdr_mcp::edge::forward_pending;
 use links::*;
-use procs::poll;
+use procs::{plain, poll};
 use serde_json::{Value, json};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::task::AbortHandle;
-
-/// A TCP relay between the link and the edge that the test can cut (every open
-/// stream dropped, new ones refused) and restore.
-struct CutProxy {
-    url: String,
-    open: Arc<AtomicBool>,
-    streams: Arc<Mutex<Vec<AbortHandle>>>,
-}
-
-impl CutProxy {
-    async fn start(upstream: SocketAddr) -> CutProxy {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let open = Arc::new(AtomicBool::new(true));
-        let streams: Arc<Mutex<Vec<AbortHandle>>> = Arc::default();
-        let (is_open, all) = (Arc::clone(&open), Arc::clone(&streams));
-        tokio::spawn(async move {
-            while let Ok((mut inbound, _)) = listener.accept().await {
-                if !is_open.load(Ordering::SeqCst) {
-                    continue; // dropped: the link sees its connection refused
-                }
-                let relay = tokio::spawn(async move {
-                    if let Ok(mut outbound) = TcpStream::connect(upstream).await {
-                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
-                    }
-                });
-                all.lock().unwrap().push(relay.abort_handle());
-            }
-        });
-        CutProxy { url, open, streams }
-    }
-
-    fn cut(&self) {
-        self.open.store(false, Ordering::SeqCst);
-        for relay in self.streams.lock().unwrap().drain(..) {
-            relay.abort();
-        }
-    }
-
-    fn restore(&self) {
-        self.open.store(true, Ordering::SeqCst);
-    }
-}
 
 async fn call(edge: &InProc, access: &str, arguments: &Value) -> Value {
     edge.http.mcp(access, "tools/call", json!({"name": "herdr_exec", "arguments": arguments})).await.json()["result"].clone()
@@ -133,18 +90,4 @@ async fn a_change_that_finishes_while_the_link_is_cut_is_resumed_and_replayed() 
     assert_eq!(forward_pending::rows_of(&edge.store, "dev_blip").unwrap().len(), 1, "the retries were never sent");
     let link_log = plain(&std::fs::read_to_string(&log).unwrap());
     assert!(link_log.contains("resumed=1"), "the kept answer went out with the new hello: {link_log}");
-}
-
-/// Log text without the terminal colour sequences the link writes.
-fn plain(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\x1b' {
-            chars.by_ref().find(|c| c.is_ascii_alphabetic());
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }

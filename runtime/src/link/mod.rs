@@ -9,6 +9,7 @@
 //! succeed and would only hammer the edge. A suspended device is the exception:
 //! the operator may resume it, so the link keeps retrying at the backoff's pace.
 
+pub mod answer_store;
 pub mod backoff;
 pub mod cli;
 pub mod connect;
@@ -17,11 +18,15 @@ pub mod outbox;
 pub mod session;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::state::StateDb;
+
 use local::LocalRuntime;
+use outbox::Outbox;
 use session::{End, run_session};
 
 pub use backoff::{MAX_BACKOFF, MIN_BACKOFF};
@@ -66,8 +71,15 @@ impl std::fmt::Debug for LinkConfig {
     }
 }
 
-/// Links until `stop` (Ok) or a fatal refusal (Err with the reason).
+/// Links until `stop` (Ok) or a fatal refusal (Err with the reason), keeping
+/// mutation answers in memory only.
 pub async fn run(cfg: LinkConfig, stop: CancellationToken) -> Result<(), String> {
+    run_with_state(cfg, stop, None).await
+}
+
+/// As [`run`]; with `state` (the runtime's own database, when the link runs
+/// inside `serve`) kept answers also survive a restart of the process.
+pub async fn run_with_state(cfg: LinkConfig, stop: CancellationToken, state: Option<Arc<StateDb>>) -> Result<(), String> {
     crate::edge::relay::check_id("workstation id", &cfg.workstation_id, crate::edge::relay::MAX_WORKSTATION_ID)?;
     if let Some(name) = &cfg.name {
         crate::edge::devices::validate_name(name).map_err(|e| format!("device name {name:?}: {e}"))?;
@@ -78,7 +90,14 @@ pub async fn run(cfg: LinkConfig, stop: CancellationToken) -> Result<(), String>
     let boot_id = crate::edge::secrets::random_hex::<8>();
     // Outlives the sessions: requests keep running across a reconnect, and
     // their answers are resumed on the next socket.
-    let outbox = std::sync::Arc::new(outbox::Outbox::default());
+    let outbox = Arc::new(match state {
+        Some(db) => Outbox::with_store(answer_store::AnswerStore::new(db, &cfg.workstation_id)),
+        None => Outbox::default(),
+    });
+    let restored = outbox.restore().await;
+    if restored > 0 {
+        tracing::info!(restored, "answers kept by an earlier process wait for the edge's resume");
+    }
     let mut backoff = backoff::Backoff::default();
     loop {
         match run_session(&cfg, &tls, &local, &outbox, &boot_id, started, &stop).await {
@@ -88,6 +107,7 @@ pub async fn run(cfg: LinkConfig, stop: CancellationToken) -> Result<(), String>
             }
             End::Fatal(reason) => {
                 outbox.abort_all();
+                outbox.forget_stored().await;
                 return Err(reason);
             }
             End::Retry { reason, linked } => {

@@ -9,6 +9,12 @@
 //! just before a drop may never have arrived. The edge's `hello_ack` decides:
 //! listed in `resume` → sent again; otherwise (settled, `completed`, or unknown)
 //! → forgotten. Reads are never kept: the edge does not wait for a late read.
+//!
+//! With an [`AnswerStore`] (a link inside `serve`, which has a state database)
+//! each kept answer is also written to disk before it goes to the socket, and
+//! the next process [`Outbox::restore`]s them, so a restart between a change and
+//! its delivery does not lose the answer either. The same `hello_ack` rule
+//! removes them from disk.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Mutex;
@@ -17,6 +23,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
+use super::answer_store::AnswerStore;
 use crate::edge::relay::{HelloAck, ResumeState};
 
 /// Most mutation answers kept for a later resume.
@@ -44,6 +51,7 @@ struct Inner {
 #[derive(Default)]
 pub struct Outbox {
     inner: Mutex<Inner>,
+    store: Option<AnswerStore>,
 }
 
 impl Outbox {
@@ -52,13 +60,53 @@ impl Outbox {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// An outbox whose kept answers also go to `store`.
+    pub fn with_store(store: AnswerStore) -> Outbox {
+        Outbox { inner: Mutex::default(), store: Some(store) }
+    }
+
+    /// Takes over the answers an earlier process kept on disk (within the TTL
+    /// and caps); the next `hello_ack` decides which are sent. Returns how many.
+    pub async fn restore(&self) -> usize {
+        let Some(store) = &self.store else { return 0 };
+        let stored = match store.load().await {
+            Ok(stored) => stored,
+            Err(e) => {
+                tracing::warn!("kept link answers not restored: {e}");
+                return 0;
+            }
+        };
+        let (now, now_ms) = (Instant::now(), crate::state::now_ms());
+        let mut inner = self.lock();
+        for a in &stored {
+            let age = Duration::from_millis(now_ms.saturating_sub(a.kept_at_ms).max(0) as u64);
+            // Right after a host boot the monotonic clock may not reach back that far.
+            let at = now.checked_sub(age).unwrap_or(now);
+            keep(&mut inner, Kept { request_id: a.request_id.clone(), text: a.frame.clone(), at });
+        }
+        inner.kept.len()
+    }
+
     /// Makes `live` the session's sender after a successful `hello_ack` and
-    /// queues on it, first, the kept answers the edge asks for. Done under one
-    /// lock, so an answer finishing meanwhile is either resumed or sent live.
-    /// Returns how many answers were resumed.
+    /// queues on it, first, the kept answers the edge asks for, then removes
+    /// the others from disk too. Returns how many answers were resumed.
+    pub async fn attach(&self, live: mpsc::UnboundedSender<String>, ack: &HelloAck) -> usize {
+        let (resumed, dropped) = self.attach_in_memory(live, ack);
+        if let (Some(store), false) = (&self.store, dropped.is_empty()) {
+            if let Err(e) = store.forget(dropped).await {
+                // Harmless beyond disk use: the next hello_ack drops them again.
+                tracing::warn!("link answers the edge no longer wants stay on disk: {e}");
+            }
+        }
+        resumed
+    }
+
+    /// The in-memory part of [`Outbox::attach`]. Done under one lock, so an
+    /// answer finishing meanwhile is either resumed or sent live. Returns the
+    /// number resumed and the ids forgotten.
     /// `deadline_ms` is not checked: it is on the edge's clock, and the edge
     /// lists only rows it still keeps.
-    pub fn attach(&self, live: mpsc::UnboundedSender<String>, ack: &HelloAck) -> usize {
+    fn attach_in_memory(&self, live: mpsc::UnboundedSender<String>, ack: &HelloAck) -> (usize, Vec<String>) {
         let wanted: HashSet<&str> = ack
             .resume
             .iter()
@@ -78,7 +126,7 @@ impl Outbox {
         // Kept until the next hello: this socket may die before they arrive.
         inner.kept = resend;
         inner.live = Some(live);
-        resumed
+        (resumed, drop.into_iter().map(|k| k.request_id).collect())
     }
 
     /// The session ended: answers from now on are only kept.
@@ -94,9 +142,21 @@ impl Outbox {
         inner.running.insert(request_id, task);
     }
 
-    /// A request finished: its answer goes to the live socket if there is one,
-    /// and a mutation's is kept for a resume.
-    pub fn finished(&self, request_id: &str, is_mutation: bool, text: String) {
+    /// A request finished: a mutation's answer is written to disk first (so a
+    /// crash right after the send cannot lose it), then [`Outbox::record`]ed.
+    pub async fn finished(&self, request_id: &str, is_mutation: bool, text: String) {
+        if let (Some(store), true) = (&self.store, is_mutation) {
+            if let Err(e) = store.keep(request_id, &text).await {
+                // Delivery matters more: the answer still goes out and is kept in memory.
+                tracing::warn!(request = %request_id, "answer not kept on disk, only until this process ends: {e}");
+            }
+        }
+        self.record(request_id, is_mutation, text);
+    }
+
+    /// The answer goes to the live socket if there is one, and a mutation's is
+    /// kept in memory for a resume.
+    fn record(&self, request_id: &str, is_mutation: bool, text: String) {
         let mut inner = self.lock();
         inner.running.remove(request_id);
         match &inner.live {
@@ -120,7 +180,18 @@ impl Outbox {
         self.lock().running.len()
     }
 
-    /// The link stops for good: nothing could ever deliver these answers.
+    /// The link stops for good (revoked, refused): no later process could
+    /// deliver these answers either.
+    pub async fn forget_stored(&self) {
+        if let Some(store) = &self.store {
+            if let Err(e) = store.forget_all().await {
+                tracing::warn!("kept link answers stay on disk: {e}");
+            }
+        }
+    }
+
+    /// This process's link stops: nothing in it could deliver these answers.
+    /// Those on disk stay for the next process, unless [`Outbox::forget_stored`].
     pub fn abort_all(&self) {
         let mut inner = self.lock();
         for (_, h) in inner.running.drain() {
@@ -187,24 +258,25 @@ mod tests {
     #[test]
     fn answers_finished_while_down_are_resumed_only_when_listed() {
         let out = Outbox::default();
-        out.finished("m1", true, "answer-m1".into());
-        out.finished("m2", true, "answer-m2".into());
-        out.finished("m3", true, "answer-m3".into());
-        out.finished("r1", false, "answer-r1".into());
+        out.record("m1", true, "answer-m1".into());
+        out.record("m2", true, "answer-m2".into());
+        out.record("m3", true, "answer-m3".into());
+        out.record("r1", false, "answer-r1".into());
         assert_eq!(out.kept_ids(), ["m1", "m2", "m3"], "reads are not kept");
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let n = out.attach(tx, &ack(&[("m1", ResumeState::Sent), ("m3", ResumeState::Settled), ("gone", ResumeState::Sent)], &["m2"]));
-        assert_eq!(n, 1);
+        let (n, dropped) =
+            out.attach_in_memory(tx, &ack(&[("m1", ResumeState::Sent), ("m3", ResumeState::Settled), ("gone", ResumeState::Sent)], &["m2"]));
+        assert_eq!((n, dropped), (1, vec!["m2".to_string(), "m3".to_string()]));
         assert_eq!(drain(&mut rx), ["answer-m1"]);
         assert_eq!(out.kept_ids(), ["m1"], "kept until the next hello in case this socket dies too");
         // Live answers go straight out, and mutations are kept as well.
-        out.finished("m4", true, "answer-m4".into());
+        out.record("m4", true, "answer-m4".into());
         assert_eq!(drain(&mut rx), ["answer-m4"]);
         out.detach();
-        out.finished("m5", true, "answer-m5".into());
+        out.record("m5", true, "answer-m5".into());
         assert!(drain(&mut rx).is_empty());
         let (tx, mut rx) = mpsc::unbounded_channel();
-        assert_eq!(out.attach(tx, &ack(&[], &["m1", "m4", "m5"])), 0);
+        assert_eq!(out.attach_in_memory(tx, &ack(&[], &["m1", "m4", "m5"])).0, 0);
         assert!(drain(&mut rx).is_empty());
         assert!(out.kept_ids().is_empty());
     }
@@ -213,15 +285,15 @@ mod tests {
     fn kept_answers_are_bounded_by_count_and_bytes() {
         let out = Outbox::default();
         for i in 0..=MAX_KEPT {
-            out.finished(&format!("m{i}"), true, "x".into());
+            out.record(&format!("m{i}"), true, "x".into());
         }
         let ids = out.kept_ids();
         assert_eq!(ids.len(), MAX_KEPT);
         assert_eq!(ids[0], "m1", "the oldest went first");
         let big = "y".repeat(MAX_KEPT_BYTES / 2);
-        out.finished("big1", true, big.clone());
+        out.record("big1", true, big.clone());
         assert!(out.kept_ids().contains(&"big1".to_string()));
-        out.finished("big2", true, big);
+        out.record("big2", true, big);
         // The one-byte answers go until the two halves fill the budget exactly.
         assert_eq!(out.kept_ids().first().map(String::as_str), Some("big1"));
         assert_eq!(out.lock().kept_bytes, MAX_KEPT_BYTES);
@@ -230,13 +302,72 @@ mod tests {
     #[test]
     fn kept_answers_expire_after_ten_minutes() {
         let out = Outbox::default();
-        out.finished("m1", true, "x".into());
+        out.record("m1", true, "x".into());
         let at = out.lock().kept[0].at;
         expire(&mut out.lock(), at + KEEP_FOR);
         assert_eq!(out.kept_ids(), ["m1"], "still kept at exactly 10 minutes");
         expire(&mut out.lock(), at + KEEP_FOR + Duration::from_millis(1));
         assert!(out.kept_ids().is_empty());
         assert_eq!(out.lock().kept_bytes, 0);
+    }
+
+    fn stored(db: &std::sync::Arc<crate::state::StateDb>) -> Vec<String> {
+        db.with(|c| c.prepare("SELECT request_id FROM link_answers ORDER BY seq")?.query_map([], |r| r.get(0))?.collect()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn answers_on_disk_survive_the_outbox_and_follow_the_hello_ack() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = std::sync::Arc::new(crate::state::StateDb::open(tmp.path(), "b1").unwrap());
+        let out = Outbox::with_store(AnswerStore::new(db.clone(), "ws"));
+        out.finished("m1", true, "answer-m1".into()).await;
+        out.finished("m2", true, "answer-m2".into()).await;
+        out.finished("r1", false, "answer-r1".into()).await;
+        assert_eq!(stored(&db), ["m1", "m2"], "reads never reach the disk");
+        out.abort_all();
+        drop(out);
+
+        // The next process: the edge still wants m1 and has settled m2.
+        let next = Outbox::with_store(AnswerStore::new(db.clone(), "ws"));
+        assert_eq!(next.restore().await, 2);
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        assert_eq!(next.attach(tx, &ack(&[("m1", ResumeState::Sent)], &["m2"])).await, 1);
+        assert_eq!(drain(&mut rx), ["answer-m1"], "the exact frame text, once");
+        assert_eq!(stored(&db), ["m1"], "kept on disk until a hello_ack no longer lists it");
+        next.detach();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        assert_eq!(next.attach(tx, &ack(&[], &["m1"])).await, 0);
+        assert!(drain(&mut rx).is_empty());
+        assert!(stored(&db).is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_answer_is_on_disk_before_it_reaches_the_socket() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = std::sync::Arc::new(crate::state::StateDb::open(tmp.path(), "b1").unwrap());
+        let out = std::sync::Arc::new(Outbox::with_store(AnswerStore::new(db.clone(), "ws")));
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        out.attach(tx, &ack(&[], &[])).await;
+        let finishing = {
+            let out = out.clone();
+            tokio::spawn(async move { out.finished("m1", true, "answer-m1".into()).await })
+        };
+        assert_eq!(rx.recv().await.as_deref(), Some("answer-m1"));
+        assert_eq!(stored(&db), ["m1"], "stored by the time the socket could send it");
+        finishing.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_link_stopped_for_good_forgets_what_it_stored() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = std::sync::Arc::new(crate::state::StateDb::open(tmp.path(), "b1").unwrap());
+        let out = Outbox::with_store(AnswerStore::new(db.clone(), "ws"));
+        let other = Outbox::with_store(AnswerStore::new(db.clone(), "other"));
+        out.finished("m1", true, "answer-m1".into()).await;
+        other.finished("o1", true, "answer-o1".into()).await;
+        out.forget_stored().await;
+        assert_eq!(stored(&db), ["o1"], "another workstation's answers stay");
+        assert_eq!(Outbox::default().restore().await, 0, "without a database nothing is restored");
     }
 
     #[tokio::test]

@@ -180,7 +180,7 @@ pub async fn run_session(
         _ = stop.cancelled() => return End::Stopped,
     };
     let (tx, mut rx) = mpsc::unbounded_channel::<String>();
-    let resumed = outbox.attach(tx.clone(), &ack);
+    let resumed = outbox.attach(tx.clone(), &ack).await;
     tracing::info!(edge = %cfg.edge, workstation = %cfg.workstation_id, resumed, "linked");
     let mut heartbeat = tokio::time::interval(cfg.timings.heartbeat_every);
     let mut last_heard = Instant::now();
@@ -220,7 +220,7 @@ pub async fn run_session(
                         outbox.start(id, || {
                             tokio::spawn(async move {
                                 let answer = serve_request(&local, req, generation).await;
-                                out.finished(&task_id, is_mutation, answer);
+                                out.finished(&task_id, is_mutation, answer).await;
                             })
                             .abort_handle()
                         });

@@ -69,6 +69,21 @@ pub const MIGRATIONS: &[&str] = &[
         result_json  TEXT
     );
     "#,
+    // v2: the edge link's kept mutation answers (link_answers.rs), so that a
+    // restarted runtime can still send the edge an answer it listed in `resume`.
+    r#"
+    CREATE TABLE link_answers (
+        -- insertion order: the oldest answer is the first to go when over a cap
+        seq            INTEGER PRIMARY KEY AUTOINCREMENT,
+        workstation_id TEXT NOT NULL,
+        request_id     TEXT NOT NULL,
+        -- the exact frame text sent to the edge
+        frame          TEXT NOT NULL,
+        bytes          INTEGER NOT NULL,
+        kept_at_ms     INTEGER NOT NULL,
+        UNIQUE (workstation_id, request_id)
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

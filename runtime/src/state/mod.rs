@@ -1,7 +1,8 @@
 //! Durable state: one SQLite database (`state.db`) in a private directory.
 //!
 //! It holds exec session metadata ([`sessions`]), the operations ledger that makes
-//! `herdr_exec` idempotent ([`ledger`]) and the prompt registry ([`prompts`]).
+//! `herdr_exec` idempotent ([`ledger`]), the prompt registry ([`prompts`]) and the
+//! edge link's kept mutation answers ([`link_answers`]).
 //! Output never goes to disk; only what is needed to answer truthfully after a restart.
 //!
 //! rusqlite is blocking, so async code goes through [`StateDb::run`], which moves the
@@ -11,6 +12,7 @@
 pub mod boots;
 pub mod dir;
 pub mod ledger;
+pub mod link_answers;
 pub mod migrations;
 pub mod prompts;
 pub mod sessions;

@@ -139,3 +139,17 @@ impl EdgeProcess {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 }
+
+/// Log text without the terminal colour sequences the link writes.
+pub fn plain(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            chars.by_ref().find(|c| c.is_ascii_alphabetic());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
