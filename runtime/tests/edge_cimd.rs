@@ -58,7 +58,7 @@ impl DocServer {
             .route("/moved.json", get(|| async { (StatusCode::FOUND, [(header::LOCATION, "/client.json")]).into_response() }))
             .route("/missing.json", get(|| async { StatusCode::NOT_FOUND.into_response() }))
             // Never answers: the edge must give up on its own deadline.
-            .route("/stall.json", get(|| std::future::pending::<Response>()));
+            .route("/stall.json", get(std::future::pending::<Response>));
         tokio::spawn(async move { axum::serve(listener, app).await.ok() });
         Self { origin }
     }

@@ -259,6 +259,7 @@ struct Envelope {
 
 /// Spec §3 checks that rmcp would answer as plain text or not at all: unparseable
 /// JSON, batches, and messages that are not JSON-RPC 2.0.
+#[allow(clippy::result_large_err, reason = "the error is the HTTP answer itself, built at most once per request")]
 fn check_envelope(bytes: &Bytes) -> Result<Envelope, Response<Body>> {
     // Most bodies are plain tool calls, which a light parse recognises for sure.
     if super::fast_tools_call::is_plain_tools_call(bytes) {
@@ -292,6 +293,7 @@ fn invalid_params_for(method: &str, id: Option<Value>) -> Response<Body> {
 }
 
 /// The full check, step by step, naming the first thing wrong with the body.
+#[allow(clippy::result_large_err, reason = "the error is the HTTP answer itself, built at most once per request")]
 fn diagnose_envelope(bytes: &Bytes) -> Result<Envelope, Response<Body>> {
     let bad = |code: i64, message: String, id: Option<Value>| {
         Err(jsonrpc::error_response(StatusCode::BAD_REQUEST, code, &message, id))

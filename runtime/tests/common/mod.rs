@@ -353,7 +353,7 @@ impl RawResponse {
         text.lines()
             .filter_map(|l| l.strip_prefix("data:"))
             .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-            .last()
+            .next_back()
             .unwrap_or_else(|| panic!("status {} body is not JSON: {text}", self.status))
     }
 
