@@ -92,11 +92,12 @@ impl Outbox {
     /// the others from disk too. Returns how many answers were resumed.
     pub async fn attach(&self, live: mpsc::UnboundedSender<String>, ack: &HelloAck) -> usize {
         let (resumed, dropped) = self.attach_in_memory(live, ack);
-        if let (Some(store), false) = (&self.store, dropped.is_empty()) {
-            if let Err(e) = store.forget(dropped).await {
-                // Harmless beyond disk use: the next hello_ack drops them again.
-                tracing::warn!("link answers the edge no longer wants stay on disk: {e}");
-            }
+        if let Some(store) = &self.store
+            && !dropped.is_empty()
+            && let Err(e) = store.forget(dropped).await
+        {
+            // Harmless beyond disk use: the next hello_ack drops them again.
+            tracing::warn!("link answers the edge no longer wants stay on disk: {e}");
         }
         resumed
     }
@@ -145,11 +146,12 @@ impl Outbox {
     /// A request finished: a mutation's answer is written to disk first (so a
     /// crash right after the send cannot lose it), then [`Outbox::record`]ed.
     pub async fn finished(&self, request_id: &str, is_mutation: bool, text: String) {
-        if let (Some(store), true) = (&self.store, is_mutation) {
-            if let Err(e) = store.keep(request_id, &text).await {
-                // Delivery matters more: the answer still goes out and is kept in memory.
-                tracing::warn!(request = %request_id, "answer not kept on disk, only until this process ends: {e}");
-            }
+        if let Some(store) = &self.store
+            && is_mutation
+            && let Err(e) = store.keep(request_id, &text).await
+        {
+            // Delivery matters more: the answer still goes out and is kept in memory.
+            tracing::warn!(request = %request_id, "answer not kept on disk, only until this process ends: {e}");
         }
         self.record(request_id, is_mutation, text);
     }
@@ -183,10 +185,10 @@ impl Outbox {
     /// The link stops for good (revoked, refused): no later process could
     /// deliver these answers either.
     pub async fn forget_stored(&self) {
-        if let Some(store) = &self.store {
-            if let Err(e) = store.forget_all().await {
-                tracing::warn!("kept link answers stay on disk: {e}");
-            }
+        if let Some(store) = &self.store
+            && let Err(e) = store.forget_all().await
+        {
+            tracing::warn!("kept link answers stay on disk: {e}");
         }
     }
 
@@ -339,6 +341,23 @@ mod tests {
         assert_eq!(next.attach(tx, &ack(&[], &["m1"])).await, 0);
         assert!(drain(&mut rx).is_empty());
         assert!(stored(&db).is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_restored_answer_keeps_its_age() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = std::sync::Arc::new(crate::state::StateDb::open(tmp.path(), "b1").unwrap());
+        // Kept by an earlier process one second short of KEEP_FOR ago.
+        let kept_at = crate::state::now_ms() - KEEP_FOR.as_millis() as i64 + 1000;
+        db.with(|c| crate::state::link_answers::keep(c, "ws", "m1", "answer-m1", kept_at)).unwrap();
+        let out = Outbox::with_store(AnswerStore::new(db.clone(), "ws"));
+        assert_eq!(out.restore().await, 1);
+        let now = Instant::now();
+        expire(&mut out.lock(), now);
+        assert_eq!(out.kept_ids(), ["m1"]);
+        // Not a fresh ten minutes: it expires about a second from now.
+        expire(&mut out.lock(), now + Duration::from_secs(2));
+        assert!(out.kept_ids().is_empty());
     }
 
     #[tokio::test]
