@@ -84,6 +84,11 @@ pub const MIGRATIONS: &[&str] = &[
         UNIQUE (workstation_id, request_id)
     );
     "#,
+    // v3: the caps are checked on every kept answer; this index holds all that
+    // check reads, so it never walks the frames' overflow pages (up to 1 MiB each).
+    r#"
+    CREATE INDEX link_answers_sizes ON link_answers (workstation_id, seq, bytes, kept_at_ms);
+    "#,
 ];
 
 /// The schema version this build writes.
