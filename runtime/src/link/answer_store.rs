@@ -33,9 +33,4 @@ impl AnswerStore {
         let ws = self.workstation_id.clone();
         self.db.run(move |c| link_answers::forget(c, &ws, &request_ids)).await
     }
-
-    pub async fn forget_all(&self) -> Result<usize, StateError> {
-        let ws = self.workstation_id.clone();
-        self.db.run(move |c| link_answers::forget_all(c, &ws)).await
-    }
 }

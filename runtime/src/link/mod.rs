@@ -106,8 +106,9 @@ pub async fn run_with_state(cfg: LinkConfig, stop: CancellationToken, state: Opt
                 return Ok(());
             }
             End::Fatal(reason) => {
+                // Answers on disk stay: a process started after the cause is
+                // fixed may still deliver them, and load drops them after 10 min.
                 outbox.abort_all();
-                outbox.forget_stored().await;
                 return Err(reason);
             }
             End::Retry { reason, linked } => {

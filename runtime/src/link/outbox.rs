@@ -182,18 +182,8 @@ impl Outbox {
         self.lock().running.len()
     }
 
-    /// The link stops for good (revoked, refused): no later process could
-    /// deliver these answers either.
-    pub async fn forget_stored(&self) {
-        if let Some(store) = &self.store
-            && let Err(e) = store.forget_all().await
-        {
-            tracing::warn!("kept link answers stay on disk: {e}");
-        }
-    }
-
     /// This process's link stops: nothing in it could deliver these answers.
-    /// Those on disk stay for the next process, unless [`Outbox::forget_stored`].
+    /// Those on disk stay for the next process.
     pub fn abort_all(&self) {
         let mut inner = self.lock();
         for (_, h) in inner.running.drain() {
@@ -327,6 +317,7 @@ mod tests {
         out.finished("r1", false, "answer-r1".into()).await;
         assert_eq!(stored(&db), ["m1", "m2"], "reads never reach the disk");
         out.abort_all();
+        assert_eq!(Outbox::default().restore().await, 0, "without a database nothing is restored");
         drop(out);
 
         // The next process: the edge still wants m1 and has settled m2.
@@ -374,19 +365,6 @@ mod tests {
         assert_eq!(rx.recv().await.as_deref(), Some("answer-m1"));
         assert_eq!(stored(&db), ["m1"], "stored by the time the socket could send it");
         finishing.await.unwrap();
-    }
-
-    #[tokio::test]
-    async fn a_link_stopped_for_good_forgets_what_it_stored() {
-        let tmp = tempfile::tempdir().unwrap();
-        let db = std::sync::Arc::new(crate::state::StateDb::open(tmp.path(), "b1").unwrap());
-        let out = Outbox::with_store(AnswerStore::new(db.clone(), "ws"));
-        let other = Outbox::with_store(AnswerStore::new(db.clone(), "other"));
-        out.finished("m1", true, "answer-m1".into()).await;
-        other.finished("o1", true, "answer-o1".into()).await;
-        out.forget_stored().await;
-        assert_eq!(stored(&db), ["o1"], "another workstation's answers stay");
-        assert_eq!(Outbox::default().restore().await, 0, "without a database nothing is restored");
     }
 
     #[tokio::test]

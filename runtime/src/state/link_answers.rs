@@ -68,11 +68,6 @@ pub fn forget(conn: &mut Connection, workstation_id: &str, request_ids: &[String
     tx.commit()
 }
 
-/// Deletes every answer of `workstation_id` (its link stopped for good).
-pub fn forget_all(conn: &Connection, workstation_id: &str) -> rusqlite::Result<usize> {
-    conn.execute("DELETE FROM link_answers WHERE workstation_id = ?1", [workstation_id])
-}
-
 /// TTL first (an answer exactly [`KEEP_FOR`] old is still kept, as in memory),
 /// then the oldest answers until both caps hold.
 fn trim(conn: &Connection, workstation_id: &str, now_ms: i64) -> rusqlite::Result<()> {
@@ -122,7 +117,6 @@ mod tests {
         db.with(|c| forget(c, WS, &["r1".into(), "unknown".into()])).unwrap();
         assert!(ids(&db, 1000).is_empty());
         assert_eq!(db.with(|c| load(c, "dev_other", 1000)).unwrap().len(), 1, "another workstation's answers are untouched");
-        assert_eq!(db.with(|c| forget_all(c, "dev_other")).unwrap(), 1);
     }
 
     #[test]
