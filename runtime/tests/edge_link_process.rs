@@ -17,7 +17,6 @@ use std::time::{Duration, Instant};
 
 use edge_support::*;
 use herdr_mcp::edge::clock::SystemClock;
-use herdr_mcp::edge::connectors;
 use herdr_mcp::edge::devices::DeviceRegistry;
 use herdr_mcp::edge::devices_local::{self, LocalDevice};
 use herdr_mcp::edge::store::EdgeStore;
@@ -27,17 +26,6 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
-
-/// A bearer for a new DCR client, approved through the store (the terminal
-/// approval itself is covered by `edge_flow` and `edge_connector_flow`).
-async fn bearer(http: &Http, store: &EdgeStore) -> String {
-    let c = http.dcr_client().await;
-    let approve = |p: &Pending| connectors::approve(store, &p.request_id, &p.code, "test").map(|_| ()).map_err(|e| format!("{e:?}"));
-    let (code, p) = http.code(&c, approve).await;
-    let tok = http.redeem(&c, &code, &p.verifier).await;
-    assert_eq!(tok.status, 200, "{}", tok.body);
-    tok.json()["access_token"].as_str().unwrap().to_string()
-}
 
 struct Workstation {
     device_id: String,
@@ -119,7 +107,7 @@ async fn separate_processes_edge_two_links_two_runtimes() {
     let m = workstation(home, &devices, &issuer, "middle", "middle.txt", Mode::ServeLink).await;
 
     let http = Http::new(&issuer);
-    let access = bearer(&http, &store).await;
+    let access = http.approved_bearer(&store).await;
     let config = StreamableHttpClientTransportConfig::with_uri(format!("{issuer}/mcp")).auth_header(access.clone());
     let client = ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
     let call = |name: &'static str, args: Value| {

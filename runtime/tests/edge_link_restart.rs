@@ -20,20 +20,9 @@ use herdr_mcp::edge::clock::SystemClock;
 use herdr_mcp::edge::devices::DeviceRegistry;
 use herdr_mcp::edge::devices_local::{self, LocalDevice};
 use herdr_mcp::edge::store::EdgeStore;
-use herdr_mcp::edge::{connectors, forward_pending};
+use herdr_mcp::edge::forward_pending;
 use procs::{EdgeProcess, Proc, command, plain, poll, spawn_logged};
 use serde_json::{Value, json};
-
-/// A bearer for a new DCR client, approved through the store (the terminal
-/// approval itself is covered by `edge_flow` and `edge_connector_flow`).
-async fn bearer(http: &Http, store: &EdgeStore) -> String {
-    let c = http.dcr_client().await;
-    let approve = |p: &Pending| connectors::approve(store, &p.request_id, &p.code, "test").map(|_| ()).map_err(|e| format!("{e:?}"));
-    let (code, p) = http.code(&c, approve).await;
-    let tok = http.redeem(&c, &code, &p.verifier).await;
-    assert_eq!(tok.status, 200, "{}", tok.body);
-    tok.json()["access_token"].as_str().unwrap().to_string()
-}
 
 /// Where the runtime lives; the same for both of its processes.
 struct Host {
@@ -107,7 +96,7 @@ async fn an_answer_kept_on_disk_reaches_the_edge_after_a_runtime_restart() {
     poll("the first link", || log_of(&first_log).contains("linked").then_some(())).await;
 
     let http = Http::new(&edge.base);
-    let access = bearer(&http, &store).await;
+    let access = http.approved_bearer(&store).await;
     // Marks that it started, waits for the test's go-ahead, then makes its change.
     let arguments = json!({
         "workspace": "root-phoenix",

@@ -152,6 +152,17 @@ impl Http {
         (q["code"].clone(), p)
     }
 
+    /// A bearer for a new DCR client, approved straight through `store` (the
+    /// terminal approval itself is covered by `edge_flow` and `edge_connector_flow`).
+    pub async fn approved_bearer(&self, store: &EdgeStore) -> String {
+        let c = self.dcr_client().await;
+        let approve = |p: &Pending| connectors::approve(store, &p.request_id, &p.code, "test").map(|_| ()).map_err(|e| format!("{e:?}"));
+        let (code, p) = self.code(&c, approve).await;
+        let tok = self.redeem(&c, &code, &p.verifier).await;
+        assert_eq!(tok.status, 200, "{}", tok.body);
+        tok.json()["access_token"].as_str().unwrap().to_string()
+    }
+
     pub async fn redeem(&self, c: &TestClient, code: &str, verifier: &str) -> Resp {
         let resource = format!("{}/mcp", self.base);
         self.post_form(
