@@ -345,4 +345,4 @@ fn txn_id() -> String {
 
 #[cfg(test)]
 #[path = "atomic_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -6,7 +6,7 @@ use super::*;
 use crate::policy::new_name::KERNEL;
 
 /// A temp dir by its canonical path, as the policy hands targets to a commit.
-fn canonical_tempdir() -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn canonical_tempdir() -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().canonicalize().unwrap();
     (tmp, path)
@@ -16,7 +16,8 @@ fn errno(n: i32) -> impl Fn(&Path) -> io::Result<OwnedFd> {
     move |_| Err(io::Error::from_raw_os_error(n))
 }
 
-fn leftovers(dir: &Path) -> Vec<String> {
+/// Temp files and backups a commit left in `dir`.
+pub(crate) fn leftovers(dir: &Path) -> Vec<String> {
     fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

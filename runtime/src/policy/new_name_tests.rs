@@ -6,27 +6,14 @@ use std::cell::Cell;
 use std::fs;
 use std::io;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use nix::errno::Errno;
 
 use super::*;
+use crate::policy::atomic::tests::{canonical_tempdir, leftovers};
 use crate::policy::atomic::{Change, CommitError, commit_via};
 use crate::policy::dir_fd::openat2_dir;
-
-fn canonical_tempdir() -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let path = tmp.path().canonicalize().unwrap();
-    (tmp, path)
-}
-
-fn leftovers(dir: &Path) -> Vec<String> {
-    fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.contains("herdr-mcp-"))
-        .collect()
-}
 
 fn refuse(e: Errno) -> impl Fn(&Dir, &Path, &Path) -> nix::Result<()> {
     move |_, _, _| Err(e)
