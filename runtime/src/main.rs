@@ -18,8 +18,8 @@ use tokio_util::sync::CancellationToken;
 /// whichever async worker runs it, and frees them on another. glibc's malloc pays
 /// for that with arena locks and heap trimming in the kernel; mimalloc's per-thread
 /// heaps do not. Measured with `benches/fs_read_latency` at 16 clients on 2 cores:
-/// server CPU per `herdr_fs_read` fell from 115–128 µs to 85–100 µs, system time
-/// from 38–49 µs to 26–32 µs (see benches/README.md).
+/// server CPU per `herdr_fs_read` fell from 115–118 µs to 79–100 µs, system time
+/// from 38–39 µs to 26–32 µs (see benches/README.md).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
