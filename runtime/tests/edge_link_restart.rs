@@ -1,9 +1,11 @@
-//! A kept answer outlives the runtime process (spec edge.md §8 `resume`): a
-//! real `edge serve`, and a real `serve --link` runtime whose socket to the edge
-//! is cut while a keyed `herdr_exec` runs. The change finishes while the link is
-//! down, then the runtime is killed and started again on the same state
-//! directory. Its new link hands the edge the original answer from the state
-//! database; a retry with the same key gets that result, and the change ran once.
+//! A kept answer outlives the process that holds the link (spec edge.md §8
+//! `resume`): a real `edge serve`, a real runtime, and its link either inside
+//! the runtime (`serve --link`) or as a standalone `herdr-mcp link`. The link's
+//! socket to the edge is cut while a keyed `herdr_exec` runs; the change
+//! finishes while the link is down, then the process holding the link is killed
+//! and started again. Its new link hands the edge the original answer from the
+//! runtime's state database; a retry with the same key gets that result, and the
+//! change ran once.
 
 mod edge_support;
 #[path = "edge_support/cut_proxy.rs"]
@@ -24,31 +26,56 @@ use herdr_mcp::edge::forward_pending;
 use procs::{EdgeProcess, Proc, command, plain, poll, spawn_logged};
 use serde_json::{Value, json};
 
-/// Where the runtime lives; the same for both of its processes.
+/// Which process holds the link, and so is the one killed.
+#[derive(Clone, Copy, PartialEq)]
+enum Holder {
+    /// `herdr-mcp serve --link`.
+    Runtime,
+    /// `herdr-mcp link` beside a `serve` that stays up.
+    Standalone,
+}
+
+/// Where the runtime lives; the same for all of its processes. Nothing names a
+/// state directory: runtime and link find the same one by default.
 struct Host {
     home: PathBuf,
     root: PathBuf,
     socket: PathBuf,
-    state: PathBuf,
+    state_db: PathBuf,
     device_file: PathBuf,
 }
 
 impl Host {
-    /// `serve --link` logging to `log`, up once its socket answers.
-    async fn serve(&self, log: &Path) -> Proc {
+    /// `serve` (with `--link` if `link`) logging to `log`, up once its socket answers.
+    async fn serve(&self, link: bool, log: &Path) -> Proc {
         let mut serve = command(&self.home);
-        serve
-            .args(["serve", "--socket"])
-            .arg(&self.socket)
-            .arg("--root")
-            .arg(&self.root)
-            .arg("--state-dir")
-            .arg(&self.state)
-            .arg("--link")
-            .env(devices_local::PATH_ENV, &self.device_file);
+        serve.args(["serve", "--socket"]).arg(&self.socket).arg("--root").arg(&self.root).env(devices_local::PATH_ENV, &self.device_file);
+        if link {
+            serve.arg("--link");
+        }
         let proc = spawn_logged(&mut serve, log);
         poll("the runtime socket", || std::os::unix::net::UnixStream::connect(&self.socket).ok()).await;
         proc
+    }
+
+    /// A standalone `link` to the runtime's socket, with the enrolled credential.
+    fn link(&self, log: &Path) -> Proc {
+        let mut link = command(&self.home);
+        link.arg("link").arg("--socket").arg(&self.socket).env(devices_local::PATH_ENV, &self.device_file);
+        spawn_logged(&mut link, log)
+    }
+
+    /// Starts whatever holds the link (and, for `Runtime`, serves).
+    async fn start_link_holder(&self, holder: Holder, log: &Path) -> Proc {
+        match holder {
+            Holder::Runtime => self.serve(true, log).await,
+            Holder::Standalone => self.link(log),
+        }
+    }
+
+    fn kept_rows(&self) -> Option<i64> {
+        let db = rusqlite::Connection::open(&self.state_db).ok()?;
+        db.query_row("SELECT COUNT(*) FROM link_answers", [], |r| r.get(0)).ok()
     }
 }
 
@@ -62,6 +89,15 @@ async fn call(http: &Http, access: &str, arguments: &Value) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_kept_on_disk_reaches_the_edge_after_a_runtime_restart() {
+    answer_survives_a_restart_of(Holder::Runtime).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_kept_on_disk_reaches_the_edge_after_a_standalone_link_restart() {
+    answer_survives_a_restart_of(Holder::Standalone).await;
+}
+
+async fn answer_survives_a_restart_of(holder: Holder) {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path();
     let edge = EdgeProcess::start(home);
@@ -86,13 +122,19 @@ async fn an_answer_kept_on_disk_reaches_the_edge_after_a_runtime_restart() {
         home: home.to_path_buf(),
         root: home.join("root-phoenix"),
         socket: home.join("phoenix.sock"),
-        state: home.join("state-phoenix"),
+        // `command` sets XDG_STATE_HOME to <home>/state.
+        state_db: home.join("state/herdr-mcp/state.db"),
         device_file: home.join("phoenix-device.json"),
     };
     devices_local::save(&host.device_file, &device).unwrap();
     std::fs::create_dir_all(&host.root).unwrap();
     let (first_log, second_log) = (home.join("first.log"), home.join("second.log"));
-    let first = host.serve(&first_log).await;
+    // Up for the whole test when the link is standalone: only the link restarts.
+    let _runtime = match holder {
+        Holder::Runtime => None,
+        Holder::Standalone => Some(host.serve(false, &home.join("runtime.log")).await),
+    };
+    let first = host.start_link_holder(holder, &first_log).await;
     poll("the first link", || log_of(&first_log).contains("linked").then_some(())).await;
 
     let http = Http::new(&edge.base);
@@ -119,9 +161,9 @@ async fn an_answer_kept_on_disk_reaches_the_edge_after_a_runtime_restart() {
 
     // The change completes while the edge is out of reach: the answer is kept, on disk too.
     std::fs::write(host.root.join("go"), "").unwrap();
-    poll("the first runtime to keep the answer", || log_of(&first_log).contains("answer kept for the next link").then_some(())).await;
+    poll("the first link to keep the answer", || log_of(&first_log).contains("answer kept for the next link").then_some(())).await;
     let on_disk = {
-        let db = rusqlite::Connection::open(host.state.join("state.db")).unwrap();
+        let db = rusqlite::Connection::open(&host.state_db).unwrap();
         db.query_row("SELECT frame FROM link_answers WHERE request_id = ?1", [&request_id], |r| r.get::<_, String>(0)).unwrap()
     };
     assert!(on_disk.contains("finished") && on_disk.contains(r#""kind":"tool_result""#), "{on_disk}");
@@ -129,7 +171,7 @@ async fn an_answer_kept_on_disk_reaches_the_edge_after_a_runtime_restart() {
     // Killed (SIGKILL: nothing is flushed on the way out), then started again.
     drop(first);
     proxy.restore();
-    let _second = host.serve(&second_log).await;
+    let _second = host.start_link_holder(holder, &second_log).await;
     poll("the resumed answer to settle the edge's row", || {
         let state = forward_pending::state_of(&store, &request_id).unwrap().map(|s| s.0);
         (state.as_deref() == Some("settled")).then_some(())
@@ -150,10 +192,5 @@ async fn an_answer_kept_on_disk_reaches_the_edge_after_a_runtime_restart() {
     // The edge has settled it: the next hello_ack lists it as completed, and it leaves the disk.
     proxy.cut();
     proxy.restore();
-    poll("the settled answer to leave the state database", || {
-        let db = rusqlite::Connection::open(host.state.join("state.db")).ok()?;
-        let n: i64 = db.query_row("SELECT COUNT(*) FROM link_answers", [], |r| r.get(0)).ok()?;
-        (n == 0).then_some(())
-    })
-    .await;
+    poll("the settled answer to leave the state database", || (host.kept_rows()? == 0).then_some(())).await;
 }

@@ -1,6 +1,8 @@
-//! The link's kept answers in the runtime's state database, for a link that runs
-//! inside `herdr-mcp serve` ([`crate::state::link_answers`]). A standalone
-//! `herdr-mcp link` has no state database and keeps answers in memory only.
+//! The link's kept answers in the runtime's state database
+//! ([`crate::state::link_answers`]): the runtime's own handle for a link inside
+//! `herdr-mcp serve --link`, a second connection to the same file for a
+//! standalone `herdr-mcp link`. Only when that file cannot be opened are the
+//! answers kept in memory alone.
 
 use std::sync::Arc;
 

@@ -1,13 +1,17 @@
 //! `herdr-mcp link` arguments. The device secret comes from a file or the
 //! environment, never from argv, where other users could read it. On a computer
 //! enrolled with `herdr-mcp worker connect`, no argument is needed: the edge,
-//! workstation id and secret come from its device credential file.
+//! workstation id and secret come from its device credential file. The answers
+//! to changes go to the runtime's state database (`--state-dir`), so that a
+//! restart of the link between a change and its delivery does not lose them.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
 use super::LinkConfig;
+use crate::state::{StateDb, StateError};
 
 #[derive(clap::Args, Debug)]
 pub struct LinkArgs {
@@ -33,6 +37,14 @@ pub struct LinkArgs {
     /// Extra CA certificate (PEM) to trust for an https edge with a private CA
     #[arg(long, value_name = "FILE", env = "HERDR_LINK_CA_FILE")]
     pub ca_file: Option<PathBuf>,
+    /// Directory of the state database, the same one `serve` uses, where the
+    /// answers to changes wait until the edge has them, across a restart of the
+    /// link too [default: $XDG_STATE_HOME/herdr-mcp, else ~/.local/state/herdr-mcp].
+    /// A directory given here or in HERDR_MCP_STATE_DIR that cannot be used stops
+    /// the link; if the default cannot be used, the link warns and keeps those
+    /// answers in memory only, so a restart loses them
+    #[arg(long, value_name = "DIR", env = "HERDR_MCP_STATE_DIR")]
+    pub state_dir: Option<PathBuf>,
 }
 
 /// Edge, workstation id, secret and offered name: flags and environment first,
@@ -96,6 +108,7 @@ pub fn run_link(args: LinkArgs) -> anyhow::Result<()> {
         Some(s) => s,
         None => crate::server::config::default_socket_path(env("XDG_CONFIG_HOME").as_deref(), env("HOME").as_deref())?,
     };
+    let state = open_state(args.state_dir.as_deref())?;
     let cfg = LinkConfig {
         edge,
         workstation_id,
@@ -109,6 +122,9 @@ pub fn run_link(args: LinkArgs) -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("HERDR_MCP_LOG").unwrap_or_else(|_| "info".into()))
         .try_init();
+    if let Some(db) = &state {
+        tracing::info!(state_db = %db.path().display(), "answers to changes are kept on disk until the edge has them");
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -117,6 +133,36 @@ pub fn run_link(args: LinkArgs) -> anyhow::Result<()> {
     rt.block_on(async move {
         let stop = CancellationToken::new();
         crate::server::cancel_on_signals(stop.clone())?;
-        super::run(cfg, stop).await.map_err(|reason| anyhow::anyhow!("link stopped: {reason}"))
+        super::run_with_state(cfg, stop, state).await.map_err(|reason| anyhow::anyhow!("link stopped: {reason}"))
     })
+}
+
+/// The state database for the kept answers, resolved as `serve` resolves it.
+/// As with `serve`, a directory the user chose must work, while a default that
+/// does not only costs durability: the link still forwards calls, and says on
+/// stderr (whatever the log filter) what is lost.
+fn open_state(flag: Option<&Path>) -> anyhow::Result<Option<Arc<StateDb>>> {
+    let env = |n: &str| std::env::var(n).ok();
+    let explicit = flag.is_some_and(|p| !p.as_os_str().is_empty()) || env("HERDR_MCP_STATE_DIR").is_some_and(|v| !v.is_empty());
+    let opened = crate::state::resolve_state_dir(
+        flag,
+        env("HERDR_MCP_STATE_DIR").as_deref(),
+        env("XDG_STATE_HOME").as_deref(),
+        env("HOME").as_deref(),
+    )
+    .map_err(StateError::from)
+    // Registered as a boot like any process that opens the database; it owns no
+    // exec session or ledger row, so the runtime's recovery forgets it once it ends.
+    .and_then(|dir| StateDb::open(&dir, &crate::edge::secrets::random_hex::<8>()));
+    match opened {
+        Ok(db) => Ok(Some(Arc::new(db))),
+        Err(e) if explicit => Err(anyhow::anyhow!("{e}")),
+        Err(e) => {
+            eprintln!(
+                "herdr-mcp: warning: {e}; the answers to changes are kept in memory only, and a restart of this link \
+                 loses those the edge has not received yet (pass --state-dir DIR to keep them on disk)"
+            );
+            Ok(None)
+        }
+    }
 }

@@ -77,8 +77,9 @@ pub async fn run(cfg: LinkConfig, stop: CancellationToken) -> Result<(), String>
     run_with_state(cfg, stop, None).await
 }
 
-/// As [`run`]; with `state` (the runtime's own database, when the link runs
-/// inside `serve`) kept answers also survive a restart of the process.
+/// As [`run`]; with `state` (the runtime's state database, which both `serve
+/// --link` and a standalone `link` pass) kept answers also survive a restart
+/// of the process.
 pub async fn run_with_state(cfg: LinkConfig, stop: CancellationToken, state: Option<Arc<StateDb>>) -> Result<(), String> {
     crate::edge::relay::check_id("workstation id", &cfg.workstation_id, crate::edge::relay::MAX_WORKSTATION_ID)?;
     if let Some(name) = &cfg.name {

@@ -10,8 +10,8 @@
 //! listed in `resume` → sent again; otherwise (settled, `completed`, or unknown)
 //! → forgotten. Reads are never kept: the edge does not wait for a late read.
 //!
-//! With an [`AnswerStore`] (a link inside `serve`, which has a state database)
-//! each kept answer is also written to disk before it goes to the socket, and
+//! With an [`AnswerStore`] (the runtime's state database, open in `serve --link`
+//! and in a standalone `link` alike) each kept answer is also written to disk before it goes to the socket, and
 //! the next process [`Outbox::restore`]s them, so a restart between a change and
 //! its delivery does not lose the answer either. The same `hello_ack` rule
 //! removes them from disk.

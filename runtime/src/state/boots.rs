@@ -1,4 +1,6 @@
-//! Which runtime processes opened this database, and which of them still run.
+//! Which processes opened this database, and which of them still run. Runtimes
+//! register here, and so does a standalone `herdr-mcp link`, which owns no
+//! session or ledger row and is simply forgotten once it is gone.
 //!
 //! A row left "running" by another boot is an orphan only if that boot's process
 //! is gone: two runtimes may share a state directory, and one must never reap the

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use rusqlite::Connection;
+use rusqlite::{Connection, TransactionBehavior};
 
 use super::StateError;
 
@@ -98,19 +98,38 @@ pub fn current_version() -> i64 {
 
 /// Brings the database up to [`current_version`]; refuses a newer schema rather than
 /// guessing what a later release meant by it.
+///
+/// Another process may open the same new file at the same moment (a runtime and a
+/// standalone `link` started together). Each step therefore reads the version
+/// again inside an immediate transaction, which holds the write lock from its
+/// start: the second process waits, then finds the step done and skips it,
+/// instead of running it twice and failing on a table that already exists.
 pub fn apply(conn: &mut Connection, path: &Path) -> Result<(), StateError> {
-    let found: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
     let known = current_version();
-    if found > known {
-        return Err(StateError::TooNew { path: path.display().to_string(), found, known });
-    }
-    for (index, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
-        let tx = conn.transaction()?;
-        tx.execute_batch(sql)?;
-        tx.pragma_update(None, "user_version", index as i64 + 1)?;
+    loop {
+        // Unlocked first, so an up-to-date database costs no write lock.
+        let found = user_version(conn)?;
+        if found < 0 {
+            return Err(StateError::BadVersion { path: path.display().to_string(), found });
+        }
+        if found > known {
+            return Err(StateError::TooNew { path: path.display().to_string(), found, known });
+        }
+        if found == known {
+            return Ok(());
+        }
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let locked = user_version(&tx)?;
+        if locked == found {
+            tx.execute_batch(MIGRATIONS[found as usize])?;
+            tx.pragma_update(None, "user_version", found + 1)?;
+        }
         tx.commit()?;
     }
-    Ok(())
+}
+
+fn user_version(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.pragma_query_value(None, "user_version", |r| r.get(0))
 }
 
 #[cfg(test)]
@@ -129,5 +148,37 @@ mod tests {
         conn.pragma_update(None, "user_version", current_version() + 1).unwrap();
         let err = apply(&mut conn, &path).unwrap_err();
         assert!(matches!(err, StateError::TooNew { .. }), "{err}");
+        // SQLite's user_version is signed; a negative one was never written by us.
+        conn.pragma_update(None, "user_version", -1).unwrap();
+        let err = apply(&mut conn, &path).unwrap_err();
+        assert!(matches!(err, StateError::BadVersion { found: -1, .. }), "{err}");
+    }
+
+    /// Processes that open a new database together (a runtime and a standalone
+    /// link started at once) each find it migrated, none fails half-way.
+    #[test]
+    fn connections_opening_a_new_database_together_all_succeed() {
+        for round in 0..50 {
+            let tmp = tempfile::tempdir().unwrap();
+            let start = std::sync::Barrier::new(4);
+            std::thread::scope(|s| {
+                let openers: Vec<_> = (0..4)
+                    .map(|i| {
+                        let (dir, start) = (tmp.path(), &start);
+                        s.spawn(move || {
+                            start.wait();
+                            crate::state::StateDb::open(dir, &format!("b{i}")).map(|_| ())
+                        })
+                    })
+                    .collect();
+                for (i, o) in openers.into_iter().enumerate() {
+                    o.join().unwrap().unwrap_or_else(|e| panic!("round {round}, opener {i}: {e}"));
+                }
+            });
+            let conn = Connection::open(tmp.path().join("state.db")).unwrap();
+            assert_eq!(user_version(&conn).unwrap(), current_version());
+            let boots: i64 = conn.query_row("SELECT COUNT(*) FROM boots", [], |r| r.get(0)).unwrap();
+            assert_eq!(boots, 4, "round {round}: every opener registered once");
+        }
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! It holds exec session metadata ([`sessions`]), the operations ledger that makes
 //! `herdr_exec` idempotent ([`ledger`]), the prompt registry ([`prompts`]) and the
-//! edge link's kept mutation answers ([`link_answers`]).
+//! edge link's kept mutation answers ([`link_answers`]). A runtime and a standalone
+//! `herdr-mcp link` may have it open at the same time.
 //! Output never goes to disk; only what is needed to answer truthfully after a restart.
 //!
 //! rusqlite is blocking, so async code goes through [`StateDb::run`], which moves the
@@ -28,6 +29,9 @@ pub use dir::{StateDirError, resolve_state_dir};
 /// File name of the database inside the state directory.
 pub const DB_FILE: &str = "state.db";
 
+/// How long a statement waits for another process's lock before it fails.
+pub const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Why the state database could not be opened or used.
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
@@ -37,6 +41,8 @@ pub enum StateError {
     Open { path: String, source: rusqlite::Error },
     #[error("state database {path} has schema version {found}, newer than this herdr-mcp understands ({known}); upgrade herdr-mcp or use another --state-dir")]
     TooNew { path: String, found: i64, known: i64 },
+    #[error("state database {path} has schema version {found}, which no herdr-mcp writes; move the file aside or use another --state-dir")]
+    BadVersion { path: String, found: i64 },
     #[error("state database: {0}")]
     Sql(#[from] rusqlite::Error),
     #[error("state database task failed: {0}")]
@@ -59,11 +65,13 @@ impl StateDb {
         let path = dir.join(DB_FILE);
         let open_err = |source| StateError::Open { path: path.display().to_string(), source };
         let mut conn = Connection::open(&path).map_err(open_err)?;
-        // WAL lets a second process (a CLI status call) read while we write; the busy
-        // timeout covers the short moments when another connection holds the lock.
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(open_err)?;
+        // Several processes share this file (a runtime, a standalone `link`, a CLI
+        // status call): the busy timeout covers the short moments when another
+        // connection holds the lock. WAL lets readers of other processes go on
+        // while one of them writes.
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
+        switch_to_wal(&conn).map_err(open_err)?;
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(open_err)?;
-        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(open_err)?;
         migrations::apply(&mut conn, &path)?;
         boots::register(&conn, boot_id, now_ms())?;
         Ok(StateDb { conn: Mutex::new(conn), path, boot_id: boot_id.to_string() })
@@ -95,6 +103,24 @@ impl StateDb {
     {
         let db = Arc::clone(self);
         tokio::task::spawn_blocking(move || db.with(f)).await.map_err(|e| StateError::Task(e.to_string()))?
+    }
+}
+
+/// Puts the database in WAL mode. Switching a new file needs its exclusive lock,
+/// and when another connection is opening it at the same moment SQLite answers
+/// "locked" at once instead of calling the busy handler (waiting could deadlock
+/// two switchers), so the switch is retried here until [`BUSY_TIMEOUT`]. Once
+/// the file is in WAL mode the pragma needs no lock and succeeds first time.
+fn switch_to_wal(conn: &Connection) -> rusqlite::Result<()> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0)) {
+            Ok(_) => return Ok(()),
+            Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) && std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(e) => return Err(e),
+        }
     }
 }
 
