@@ -3,7 +3,9 @@
 //! OAuth-shaped error, issues nothing, redirects nowhere unverified, and the next
 //! request is served as usual. A damaged approval is rejected the first time a
 //! poll finds it, so every later poll gets the terminal `rejected` answer and the
-//! edge logs the damage once.
+//! edge logs the damage once. The connector and grant its approval created go
+//! with it (unless an identical request approved with it can still use them), so
+//! the client's next authorize asks for a new approval instead of getting a code.
 
 mod edge_support;
 
@@ -72,14 +74,32 @@ fn auth_codes(e: &InProc) -> i64 {
     e.store.read(|tx| tx.query_row("SELECT COUNT(*) FROM auth_codes", [], |r| r.get(0))).unwrap()
 }
 
+/// (connector rows, grant rows) that point at `connector_id`.
+fn connector_and_grant_rows(e: &InProc, connector_id: &str) -> (i64, i64) {
+    e.store
+        .read(|tx| {
+            let count = |table: &str| {
+                tx.query_row(&format!("SELECT COUNT(*) FROM {table} WHERE connector_id = ?1"), [connector_id], |r| r.get::<_, i64>(0))
+            };
+            Ok::<_, rusqlite::Error>((count("connectors")?, count("grants")?))
+        })
+        .unwrap()
+}
+
+fn listed(e: &InProc, connector_id: &str) -> bool {
+    connectors::list(&e.store).unwrap().iter().any(|c| c.connector_id == connector_id)
+}
+
 /// An approved request whose stored row was then damaged by `damage`: its first
 /// poll is a server_error that rejects it, every later poll the terminal 410
 /// `rejected`; none redirects or mints a code, and the damage is logged once.
-async fn poll_of_damaged(e: &InProc, damage: impl FnOnce(&InProc, &TestClient, &Pending)) {
+/// The connector and grant the approval created are gone afterwards.
+async fn poll_of_damaged(e: &InProc, damage: impl FnOnce(&InProc, &TestClient, &Pending)) -> (TestClient, Pending) {
     edge_log();
     let c = e.client().await;
     let p = e.pending(&c).await;
-    e.approve(&p).expect("approve");
+    let connector_id = e.approve(&p).expect("approve").connector_id;
+    assert_eq!(connector_and_grant_rows(e, &connector_id), (1, 1), "approve made a connector and a grant");
     damage(e, &c, &p);
     let codes_before = auth_codes(e);
     let expected = [(500, "server_error"), (410, "rejected"), (410, "rejected")];
@@ -97,6 +117,9 @@ async fn poll_of_damaged(e: &InProc, damage: impl FnOnce(&InProc, &TestClient, &
     assert_eq!(damage_reports(&p.request_id), 1, "the damage is logged once, not on every poll");
     // The operator sees the same terminal state.
     assert_eq!(connectors::inspect(&e.store, &p.request_id).unwrap_err(), ApprovalError::Rejected);
+    assert_eq!(connector_and_grant_rows(e, &connector_id), (0, 0), "the rejection took back what approve created");
+    assert!(!listed(e, &connector_id), "`connector list` no longer shows it");
+    (c, p)
 }
 
 /// The edge keeps serving: a fresh client completes the whole flow.
@@ -121,8 +144,38 @@ async fn stored_redirect_uri_that_is_not_a_url() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stored_redirect_uri_no_longer_registered() {
     let e = InProc::start().await;
-    poll_of_damaged(&e, |e, _, p| set_approval_redirect(e, &p.request_id, "https://elsewhere.example/cb")).await;
+    let (c, rejected) = poll_of_damaged(&e, |e, _, p| set_approval_redirect(e, &p.request_id, "https://elsewhere.example/cb")).await;
+    // The client itself is sound: its next authorize is a new request for the
+    // operator (the approval page, not a code), and approving that one works.
+    let again = e.pending(&c).await;
+    assert_ne!(again.request_id, rejected.request_id);
+    let connector_id = e.approve(&again).expect("approve the new request").connector_id;
+    let r = e.poll(&again).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(query_of(r.json()["redirect"].as_str().unwrap()).contains_key("code"), "{}", r.body);
+    assert!(listed(&e, &connector_id));
     still_serves(&e).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sibling_approved_with_the_damaged_request_keeps_the_connector() {
+    edge_log();
+    let e = InProc::start().await;
+    let c = e.client().await;
+    // Two pending requests of one client (a retried tab) share a connector,
+    // and one approval approves both.
+    let (damaged, sibling) = (e.pending(&c).await, e.pending(&c).await);
+    let connector_id = e.approve(&damaged).expect("approve").connector_id;
+    set_approval_redirect(&e, &damaged.request_id, "https://elsewhere.example/cb");
+    assert_eq!(e.poll(&damaged).await.status, 500);
+    assert_eq!(approval_status(&e, &damaged.request_id), "rejected");
+    assert_eq!(connector_and_grant_rows(&e, &connector_id), (1, 1), "the sibling may still use them");
+    let r = e.poll(&sibling).await;
+    assert_eq!(r.status, 200, "the undamaged sibling still completes: {}", r.body);
+    let code = query_of(r.json()["redirect"].as_str().unwrap())["code"].clone();
+    let tokens = e.redeem(&c, &code, &sibling.verifier).await;
+    assert_eq!(tokens.status, 200, "{}", tokens.body);
+    assert!(listed(&e, &connector_id));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -22,6 +22,7 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use serde_json::json;
 
 use super::approval_page::{self, Lang, PageInput};
+use super::approval_reject::reject_damaged;
 use super::dcr::{Client, load_client};
 use super::http::{internal_error, json_response, oauth_error};
 use super::secrets::{hash_opaque, hmac_hex, random_b64, same, six_digit_code};
@@ -355,11 +356,14 @@ async fn poll(State(s): State<Arc<EdgeState>>, RawQuery(raw): RawQuery) -> Respo
                     // The damage will not heal by itself: rejected in this same
                     // transaction, the request gets the terminal `rejected` answer from
                     // the next poll on, and the operator reads this line once, not
-                    // once per poll until it expires.
-                    tx.execute("UPDATE approvals SET status = 'rejected' WHERE request_id = ?1", [request_id])?;
+                    // once per poll until it expires. Its unused connector and grant
+                    // go too, so the client's next authorize asks for approval again.
+                    let withdrawal = reject_damaged(tx, request_id, &connector_id, &client_id, now)?;
                     tracing::error!(
                         request_id,
                         client_id,
+                        connector_id,
+                        ?withdrawal,
                         "approved request holds a redirect_uri that is not a registered URL of its client ({redirect_uri:?}); \
                          no code issued, request rejected"
                     );

@@ -7,7 +7,8 @@
 //! - [`discovery`]: RFC 8414 / RFC 9728 metadata and `/.well-known/mcp.json`.
 //! - [`dcr`]: dynamic client registration (RFC 7591); [`cimd`] (+ `_fetch`): Client ID
 //!   Metadata Documents, fetched under the SSRF rules.
-//! - [`authorize`]: `/oauth/authorize` and the pending-approval records; [`approval_page`]: its HTML.
+//! - [`authorize`]: `/oauth/authorize` and the pending-approval records; [`approval_page`]: its HTML;
+//!   [`approval_reject`]: rejecting a damaged approved request and withdrawing its connector.
 //! - [`token`]: `/oauth/token`, codes and token rotation; bearer verification.
 //! - [`connectors`]: approve / revoke / cancel and the inactivity sweep;
 //!   [`connectors_inventory`]: the inventory `list` shows (spec §5), printed
@@ -39,6 +40,7 @@
 //! so a revocation is effective on the very next request.
 
 pub mod approval_page;
+pub mod approval_reject;
 pub mod authorize;
 pub mod cimd;
 pub mod cimd_fetch;
