@@ -175,6 +175,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             let stop = shutdown.clone();
             // Kept mutation answers go to the state database too, to outlive a restart.
             let db = exec.as_ref().map(|(db, _)| Arc::clone(db));
+            if db.is_none() {
+                tracing::warn!("the state database is not open: the link keeps the answers to changes in memory only, and a restart loses those the edge has not received yet");
+            }
             tokio::spawn(async move {
                 // A refused credential ends the link, not the runtime serving local clients.
                 if let Err(reason) = herdr_mcp::link::run_with_state(cfg, stop, db).await {

@@ -1,7 +1,8 @@
 //! Where a standalone `herdr-mcp link` keeps the answers to changes, when the
 //! state database cannot be opened: a directory the user chose stops the link
 //! before it connects anywhere; an unusable default is a warning on stderr, and
-//! the link goes on (it tries the edge), keeping answers in memory only.
+//! the link goes on (it tries the edge), keeping answers in memory only. A
+//! `serve --link` without a state database says the same in its log.
 
 #[path = "edge_support/procs.rs"]
 mod procs;
@@ -9,6 +10,7 @@ mod procs;
 use std::path::Path;
 use std::process::Command;
 
+use herdr_mcp::edge::devices_local::{self, LocalDevice};
 use procs::{Proc, command, plain, spawn_logged, wait_until};
 
 /// A link with every identity flag given, to an edge nobody listens on: what
@@ -70,6 +72,44 @@ fn an_unusable_default_state_dir_is_a_warning_and_the_link_goes_on() {
     let warning = said.lines().find(|l| l.starts_with("herdr-mcp: warning:")).unwrap_or_else(|| panic!("no warning in:\n{said}"));
     assert!(warning.contains("blocked-state") && warning.contains("in memory only"), "{warning}");
     assert!(!said.contains("herdr-mcp: error"), "{said}");
+}
+
+#[test]
+fn serve_link_without_a_state_database_warns_that_answers_stay_in_memory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let blocked = home.join("blocked-state");
+    std::fs::write(&blocked, "").unwrap();
+    let device_file = home.join("device.json");
+    let device = LocalDevice {
+        edge_origin: format!("http://127.0.0.1:{}", procs::free_port()),
+        device_id: "dev_state_test".into(),
+        workstation_id: "dev_state_test".into(),
+        credential_id: "cred_state_test".into(),
+        device_secret: "devsec_state_test".into(),
+        name: "state-test".into(),
+        enrolled_at_ms: 0,
+    };
+    devices_local::save(&device_file, &device).unwrap();
+    let root = home.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let log = home.join("serve.log");
+    let mut serve = command(home);
+    serve
+        .args(["serve", "--socket"])
+        .arg(home.join("runtime.sock"))
+        .arg("--root")
+        .arg(&root)
+        .arg("--link")
+        .env("XDG_STATE_HOME", &blocked)
+        .env(devices_local::PATH_ENV, &device_file);
+    let _serve: Proc = spawn_logged(&mut serve, &log);
+    let said = wait_until("the runtime's link to try the edge", || {
+        let said = text(&log);
+        said.contains("retrying").then_some(said)
+    });
+    assert!(said.contains("command execution is off"), "{said}");
+    assert!(said.contains("the link keeps the answers to changes in memory only"), "{said}");
 }
 
 #[test]

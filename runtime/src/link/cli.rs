@@ -156,7 +156,7 @@ fn open_state(flag: Option<&Path>) -> anyhow::Result<Option<Arc<StateDb>>> {
     .and_then(|dir| StateDb::open(&dir, &crate::edge::secrets::random_hex::<8>()));
     match opened {
         Ok(db) => Ok(Some(Arc::new(db))),
-        Err(e) if explicit => Err(anyhow::anyhow!("{e}")),
+        Err(e) if explicit => Err(anyhow::anyhow!("{e} (the link keeps the answers to changes there until the edge has them)")),
         Err(e) => {
             eprintln!(
                 "herdr-mcp: warning: {e}; the answers to changes are kept in memory only, and a restart of this link \
