@@ -125,10 +125,34 @@ impl ServerHandler for McpHandler {
     }
 }
 
+/// The payload as compact JSON, in a buffer sized up front: growing it while a
+/// file's content is written would copy that content several times over.
+fn payload_text(payload: &Value) -> String {
+    let mut text = Vec::with_capacity(approx_text_len(payload));
+    match serde_json::to_writer(&mut text, payload) {
+        // SAFETY: serde_json writes UTF-8 only (its own `to_string` relies on that too).
+        Ok(()) => unsafe { String::from_utf8_unchecked(text) },
+        // Writing a `Value` to memory does not fail (its keys are strings, nothing
+        // does I/O); should it ever, `Display` writes the same text.
+        Err(_) => payload.to_string(),
+    }
+}
+
+/// About the length of `value`'s compact JSON: its strings' bytes plus a few bytes
+/// of punctuation per element (escapes and long numbers may add a little).
+fn approx_text_len(value: &Value) -> usize {
+    match value {
+        Value::String(s) => s.len() + 2,
+        Value::Array(items) => 2 + items.iter().map(|v| approx_text_len(v) + 1).sum::<usize>(),
+        Value::Object(map) => 2 + map.iter().map(|(k, v)| k.len() + 4 + approx_text_len(v)).sum::<usize>(),
+        _ => 8,
+    }
+}
+
 /// One text block with the payload JSON, the same object as `structuredContent`,
 /// an image block when the tool produced one; `isError` only for protocol failures.
 pub fn to_call_result(output: ToolOutput) -> CallToolResult {
-    let text = super::payload_text::to_json_text(&output.payload);
+    let text = payload_text(&output.payload);
     let mut content = vec![ContentBlock::text(text)];
     if let Some(image) = output.image {
         content.push(ContentBlock::image(image.data_base64, image.mime_type));

@@ -9,7 +9,6 @@ pub mod health;
 pub mod jsonrpc;
 pub mod logging;
 pub mod mcp;
-pub mod payload_text;
 pub mod unix_socket;
 
 use std::sync::Arc;
