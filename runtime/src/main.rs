@@ -95,7 +95,10 @@ struct ServeArgs {
     state_dir: Option<PathBuf>,
 
     /// Also hold this computer's link to its edge (as `herdr-mcp link` would),
-    /// using the device credential of `herdr-mcp worker connect`
+    /// using the device credential of `herdr-mcp worker connect`. If another
+    /// process (a standalone `herdr-mcp link`) already holds this workstation's
+    /// link on the same state directory, serve warns in its log and serves local
+    /// clients without a link of its own; stop one of the two to avoid that
     #[arg(long)]
     link: bool,
 }
@@ -171,13 +174,13 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             // Before serving: orphans of a killed runtime end, its open ledger rows settle.
             herdr_mcp::exec::recover_logged(registry).await;
         }
-        if let Some(cfg) = link {
+        // Kept mutation answers go to the state database too, to outlive a restart.
+        let link = link.and_then(|cfg| {
+            let claim = herdr_mcp::link::cli::serve_link_state(&cfg, exec.as_ref().map(|(db, _)| db))?;
+            Some((cfg, claim))
+        });
+        if let Some((cfg, db)) = link {
             let stop = shutdown.clone();
-            // Kept mutation answers go to the state database too, to outlive a restart.
-            let db = exec.as_ref().map(|(db, _)| Arc::clone(db));
-            if db.is_none() {
-                tracing::warn!("the state database is not open: the link keeps the answers to changes in memory only, and a restart loses those the edge has not received yet");
-            }
             tokio::spawn(async move {
                 // A refused credential ends the link, not the runtime serving local clients.
                 if let Err(reason) = herdr_mcp::link::run_with_state(cfg, stop, db).await {

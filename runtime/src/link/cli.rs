@@ -11,6 +11,8 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::LinkConfig;
+use super::answer_store::ClaimedState;
+use super::holder_lock::HolderKind;
 use crate::state::{StateDb, StateError};
 
 #[derive(clap::Args, Debug)]
@@ -42,7 +44,9 @@ pub struct LinkArgs {
     /// link too [default: $XDG_STATE_HOME/herdr-mcp, else ~/.local/state/herdr-mcp].
     /// A directory given here or in HERDR_MCP_STATE_DIR that cannot be used stops
     /// the link; if the default cannot be used, the link warns and keeps those
-    /// answers in memory only, so a restart loses them
+    /// answers in memory only, so a restart loses them. One process at a time
+    /// holds a workstation's link on a state directory: while a `herdr-mcp serve
+    /// --link` or another `link` holds it, this link refuses to start
     #[arg(long, value_name = "DIR", env = "HERDR_MCP_STATE_DIR")]
     pub state_dir: Option<PathBuf>,
 }
@@ -81,6 +85,28 @@ pub fn enrolled_config(socket: PathBuf) -> anyhow::Result<LinkConfig> {
     })
 }
 
+/// The state `serve --link` hands its link, or None when the link must not
+/// run. A link already held by another process on this state directory (a
+/// standalone `link`, usually) keeps it: that one already links this
+/// workstation, and a second socket would only retire it at the edge and share
+/// its kept answers. So the runtime warns and serves its local clients without
+/// a link of its own, rather than refusing to serve at all.
+pub fn serve_link_state(cfg: &LinkConfig, db: Option<&Arc<StateDb>>) -> Option<Option<ClaimedState>> {
+    let Some(db) = db else {
+        tracing::warn!(
+            "the state database is not open: the link keeps the answers to changes in memory only, and a restart loses those the edge has not received yet"
+        );
+        return Some(None);
+    };
+    match ClaimedState::claim(Arc::clone(db), &cfg.workstation_id, HolderKind::Serve) {
+        Ok(claim) => Some(Some(claim)),
+        Err(e) => {
+            tracing::warn!("--link: {e}; this runtime serves its local clients without the edge link");
+            None
+        }
+    }
+}
+
 fn read_secret(file: Option<&PathBuf>) -> anyhow::Result<String> {
     use std::os::unix::fs::PermissionsExt;
     let secret = match file {
@@ -108,7 +134,12 @@ pub fn run_link(args: LinkArgs) -> anyhow::Result<()> {
         Some(s) => s,
         None => crate::server::config::default_socket_path(env("XDG_CONFIG_HOME").as_deref(), env("HOME").as_deref())?,
     };
-    let state = open_state(args.state_dir.as_deref())?;
+    // Claimed before anything connects: a second holder must stop here, not
+    // after it has replayed or forgotten the first one's answers.
+    let state = match open_state(args.state_dir.as_deref())? {
+        Some(db) => Some(ClaimedState::claim(db, &workstation_id, HolderKind::Standalone)?),
+        None => None,
+    };
     let cfg = LinkConfig {
         edge,
         workstation_id,
@@ -122,8 +153,8 @@ pub fn run_link(args: LinkArgs) -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("HERDR_MCP_LOG").unwrap_or_else(|_| "info".into()))
         .try_init();
-    if let Some(db) = &state {
-        tracing::info!(state_db = %db.path().display(), "answers to changes are kept on disk until the edge has them");
+    if let Some(claim) = &state {
+        tracing::info!(state_db = %claim.db_path().display(), "answers to changes are kept on disk until the edge has them");
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -13,6 +13,7 @@ pub mod answer_store;
 pub mod backoff;
 pub mod cli;
 pub mod connect;
+pub mod holder_lock;
 pub mod local;
 pub mod outbox;
 pub mod session;
@@ -23,8 +24,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::state::StateDb;
-
+use answer_store::ClaimedState;
 use local::LocalRuntime;
 use outbox::Outbox;
 use session::{End, run_session};
@@ -77,11 +77,16 @@ pub async fn run(cfg: LinkConfig, stop: CancellationToken) -> Result<(), String>
     run_with_state(cfg, stop, None).await
 }
 
-/// As [`run`]; with `state` (the runtime's state database, which both `serve
-/// --link` and a standalone `link` pass) kept answers also survive a restart
-/// of the process.
-pub async fn run_with_state(cfg: LinkConfig, stop: CancellationToken, state: Option<Arc<StateDb>>) -> Result<(), String> {
+/// As [`run`]; with `state` (the runtime's state database, claimed for this
+/// workstation by `serve --link` or a standalone `link`) kept answers also
+/// survive a restart of the process. The claim is held until this returns.
+pub async fn run_with_state(cfg: LinkConfig, stop: CancellationToken, state: Option<ClaimedState>) -> Result<(), String> {
     crate::edge::relay::check_id("workstation id", &cfg.workstation_id, crate::edge::relay::MAX_WORKSTATION_ID)?;
+    if let Some(claim) = &state
+        && claim.workstation_id() != cfg.workstation_id
+    {
+        return Err(format!("the state database was claimed for workstation {}, not {}", claim.workstation_id(), cfg.workstation_id));
+    }
     if let Some(name) = &cfg.name {
         crate::edge::devices::validate_name(name).map_err(|e| format!("device name {name:?}: {e}"))?;
     }
@@ -91,8 +96,8 @@ pub async fn run_with_state(cfg: LinkConfig, stop: CancellationToken, state: Opt
     let boot_id = crate::edge::secrets::random_hex::<8>();
     // Outlives the sessions: requests keep running across a reconnect, and
     // their answers are resumed on the next socket.
-    let outbox = Arc::new(match state {
-        Some(db) => Outbox::with_store(answer_store::AnswerStore::new(db, &cfg.workstation_id)),
+    let outbox = Arc::new(match &state {
+        Some(claim) => Outbox::with_store(claim.store()),
         None => Outbox::default(),
     });
     let restored = outbox.restore().await;
