@@ -140,6 +140,16 @@ mod tests {
     }
 
     #[test]
+    fn commands_the_holder_runs_do_not_inherit_the_lock() {
+        // A runtime's exec children may outlive it; holding the lock they would
+        // block every later link start after the runtime was killed.
+        let dir = tempfile::tempdir().unwrap();
+        let held = acquire(dir.path(), "ws_a", HolderKind::Serve).unwrap();
+        let flags = nix::fcntl::fcntl(&*held._file, nix::fcntl::FcntlArg::F_GETFD).unwrap();
+        assert_ne!(flags & libc::FD_CLOEXEC, 0);
+    }
+
+    #[test]
     fn an_unreadable_note_still_refuses_without_a_pid() {
         let dir = tempfile::tempdir().unwrap();
         let held = acquire(dir.path(), "ws_a", HolderKind::Serve).unwrap();
