@@ -4,7 +4,10 @@
 //! says it is no longer wanted ([`crate::link::outbox`]). In memory alone, a
 //! runtime restarted after a change ran but before the edge got its answer
 //! would lose it, and the edge could only ever report `delivery_uncertain`.
-//! These rows carry the answers over to the next process.
+//! These rows carry the answers over to the next process. A workstation's rows
+//! have one writer at a time: the process holding its
+//! [`crate::link::holder_lock`], which `serve --link` and `link` both take
+//! before they read or write them.
 //!
 //! The limits are the in-memory ones and are enforced on every write and on
 //! load, oldest answer first, so a database that outlived a crash, a longer
