@@ -97,8 +97,9 @@ struct ServeArgs {
     /// Also hold this computer's link to its edge (as `herdr-mcp link` would),
     /// using the device credential of `herdr-mcp worker connect`. If another
     /// process (a standalone `herdr-mcp link`) already holds this workstation's
-    /// link on the same state directory, serve warns in its log and serves local
-    /// clients without a link of its own; stop one of the two to avoid that
+    /// link on the same state directory, serve warns in its log, serves local
+    /// clients without a link of its own, and takes the link over once that
+    /// process stops (it looks every 2 seconds)
     #[arg(long)]
     link: bool,
 }
@@ -175,15 +176,22 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             herdr_mcp::exec::recover_logged(registry).await;
         }
         // Kept mutation answers go to the state database too, to outlive a restart.
-        let link = link.and_then(|cfg| {
-            let claim = herdr_mcp::link::cli::serve_link_state(&cfg, exec.as_ref().map(|(db, _)| db))?;
-            Some((cfg, claim))
-        });
-        if let Some((cfg, db)) = link {
+        if let Some(cfg) = link {
+            let db = exec.as_ref().map(|(db, _)| Arc::clone(db));
+            let claimed = herdr_mcp::link::cli::serve_link_state(&cfg, db.as_ref());
             let stop = shutdown.clone();
             tokio::spawn(async move {
+                let claim = match (claimed, db) {
+                    (Some(claim), _) => claim,
+                    // Held by another process: serve without a link until it stops.
+                    (None, Some(db)) => match herdr_mcp::link::cli::claim_when_free(&cfg, db, &stop).await {
+                        Some(claim) => Some(claim),
+                        None => return,
+                    },
+                    (None, None) => return,
+                };
                 // A refused credential ends the link, not the runtime serving local clients.
-                if let Err(reason) = herdr_mcp::link::run_with_state(cfg, stop, db).await {
+                if let Err(reason) = herdr_mcp::link::run_with_state(cfg, stop, claim).await {
                     tracing::error!("edge link stopped: {reason}");
                 }
             });

@@ -1,8 +1,8 @@
 //! One process holds a workstation's link per state directory: a second
 //! standalone `link` refuses at start and names the holder; a `serve --link`
 //! that finds the link held serves local clients without one (its `--help`
-//! says so); and a holder killed with SIGKILL leaves nothing that blocks the
-//! next start. Real binaries, sharing the default state directory, with an edge
+//! says so) until the holder stops, then takes the link over; and a holder
+//! killed with SIGKILL leaves nothing that blocks the next start. Real binaries, sharing the default state directory, with an edge
 //! nobody listens on: the lock is taken before any connection is tried.
 
 #[path = "edge_support/procs.rs"]
@@ -121,7 +121,7 @@ fn a_second_standalone_link_is_refused_and_a_killed_holder_blocks_nothing() {
 }
 
 #[test]
-fn serve_link_serves_without_a_link_while_a_standalone_link_holds_it() {
+fn serve_link_serves_without_a_link_while_a_standalone_link_holds_it_then_takes_it_over() {
     let tmp = tempfile::tempdir().unwrap();
     let host = Host::new(tmp.path());
     let link_log = tmp.path().join("link.log");
@@ -138,6 +138,16 @@ fn serve_link_serves_without_a_link_while_a_standalone_link_holds_it() {
     // A further sign that no link task runs beside the server.
     assert!(!said.contains("retrying") && !said.contains("linked"), "{said}");
     assert!(link.0.try_wait().unwrap().is_none(), "the standalone link keeps its link");
+
+    // Once the standalone link is gone (killed: it frees nothing itself), the
+    // runtime takes the link over and starts linking.
+    link.0.kill().unwrap();
+    link.0.wait().unwrap();
+    wait_linking(&mut serve, &serve_log);
+    assert!(text(&serve_log).contains("links it now"), "{}", text(&serve_log));
+    let lock = tmp.path().join(format!("state/herdr-mcp/link-{WORKSTATION}.lock"));
+    let note = std::fs::read_to_string(&lock).unwrap();
+    assert_eq!(note, format!("{} herdr-mcp serve --link\n", serve.0.id()), "the note names the runtime");
 }
 
 #[test]
@@ -172,6 +182,7 @@ fn help_says_what_happens_when_the_link_is_held() {
     };
     let serve = help("serve");
     assert!(serve.contains("already holds this workstation's link") && serve.contains("without a link of its own"), "{serve}");
+    assert!(serve.contains("takes the link over once that process stops"), "{serve}");
     let link = help("link");
     assert!(link.contains("One process at a time holds a workstation's link") && link.contains("refuses to start"), "{link}");
 }

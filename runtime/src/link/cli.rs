@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::LinkConfig;
 use super::answer_store::ClaimedState;
-use super::holder_lock::HolderKind;
+use super::holder_lock::{HolderKind, HolderLockError};
 use crate::state::{StateDb, StateError};
 
 #[derive(clap::Args, Debug)]
@@ -85,12 +85,13 @@ pub fn enrolled_config(socket: PathBuf) -> anyhow::Result<LinkConfig> {
     })
 }
 
-/// The state `serve --link` hands its link, or None when the link must not
-/// run. A link already held by another process on this state directory (a
-/// standalone `link`, usually) keeps it: that one already links this
+/// The state `serve --link` hands its link, or None when another process holds
+/// the link now. A link already held by another process on this state directory
+/// (a standalone `link`, usually) keeps it: that one already links this
 /// workstation, and a second socket would only retire it at the edge and share
 /// its kept answers. So the runtime warns and serves its local clients without
-/// a link of its own, rather than refusing to serve at all.
+/// a link of its own, rather than refusing to serve at all, and takes the link
+/// over once that holder stops ([`claim_when_free`]).
 pub fn serve_link_state(cfg: &LinkConfig, db: Option<&Arc<StateDb>>) -> Option<Option<ClaimedState>> {
     let Some(db) = db else {
         tracing::warn!(
@@ -101,8 +102,40 @@ pub fn serve_link_state(cfg: &LinkConfig, db: Option<&Arc<StateDb>>) -> Option<O
     match ClaimedState::claim(Arc::clone(db), &cfg.workstation_id, HolderKind::Serve) {
         Ok(claim) => Some(Some(claim)),
         Err(e) => {
-            tracing::warn!("--link: {e}; this runtime serves its local clients without the edge link");
+            tracing::warn!(
+                "--link: {e}; this runtime serves its local clients without the edge link until that process stops"
+            );
             None
+        }
+    }
+}
+
+/// How often `serve --link` looks whether the process holding its link has
+/// stopped. A look is one `open` and one non-blocking `flock`.
+pub const TAKEOVER_POLL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Waits until the link that another process held when `serve --link` started is
+/// free, and claims it; None when the runtime shuts down first, or when the lock
+/// cannot be taken for another reason than a holder (said in the log).
+pub async fn claim_when_free(cfg: &LinkConfig, db: Arc<StateDb>, stop: &CancellationToken) -> Option<ClaimedState> {
+    let mut poll = tokio::time::interval(TAKEOVER_POLL);
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    poll.tick().await;
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return None,
+            _ = poll.tick() => {}
+        }
+        match ClaimedState::claim(Arc::clone(&db), &cfg.workstation_id, HolderKind::Serve) {
+            Ok(claim) => {
+                tracing::info!("--link: the other holder of workstation {}'s link stopped; this runtime links it now", cfg.workstation_id);
+                return Some(claim);
+            }
+            Err(HolderLockError::Held { .. }) => {}
+            Err(e) => {
+                tracing::warn!("--link: {e}; this runtime stops waiting for the edge link");
+                return None;
+            }
         }
     }
 }
