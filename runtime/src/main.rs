@@ -177,18 +177,17 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
         // Kept mutation answers go to the state database too, to outlive a restart.
         if let Some(cfg) = link {
-            let db = exec.as_ref().map(|(db, _)| Arc::clone(db));
-            let claimed = herdr_mcp::link::cli::serve_link_state(&cfg, db.as_ref());
+            use herdr_mcp::link::cli::{ServeLinkState, claim_when_free, serve_link_state};
+            let link_state = serve_link_state(&cfg, exec.as_ref().map(|(db, _)| db));
             let stop = shutdown.clone();
             tokio::spawn(async move {
-                let claim = match (claimed, db) {
-                    (Some(claim), _) => claim,
-                    // Held by another process: serve without a link until it stops.
-                    (None, Some(db)) => match herdr_mcp::link::cli::claim_when_free(&cfg, db, &stop).await {
+                let claim = match link_state {
+                    ServeLinkState::Ready(claim) => claim,
+                    // Served without a link until the other holder stops.
+                    ServeLinkState::HeldElsewhere(db) => match claim_when_free(&cfg, db, &stop).await {
                         Some(claim) => Some(claim),
                         None => return,
                     },
-                    (None, None) => return,
                 };
                 // A refused credential ends the link, not the runtime serving local clients.
                 if let Err(reason) = herdr_mcp::link::run_with_state(cfg, stop, claim).await {

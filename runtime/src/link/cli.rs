@@ -85,27 +85,36 @@ pub fn enrolled_config(socket: PathBuf) -> anyhow::Result<LinkConfig> {
     })
 }
 
-/// The state `serve --link` hands its link, or None when another process holds
-/// the link now. A link already held by another process on this state directory
-/// (a standalone `link`, usually) keeps it: that one already links this
-/// workstation, and a second socket would only retire it at the edge and share
-/// its kept answers. So the runtime warns and serves its local clients without
-/// a link of its own, rather than refusing to serve at all, and takes the link
-/// over once that holder stops ([`claim_when_free`]).
-pub fn serve_link_state(cfg: &LinkConfig, db: Option<&Arc<StateDb>>) -> Option<Option<ClaimedState>> {
+/// Where `serve --link` stands with its link at start.
+pub enum ServeLinkState {
+    /// The link is this runtime's; with the claimed state database, or None when
+    /// the database is not open (answers then stay in memory).
+    Ready(Option<ClaimedState>),
+    /// Another process on this state directory (a standalone `link`, usually)
+    /// holds the link: that one already links this workstation, and a second
+    /// socket would only retire it at the edge and share its kept answers. So the
+    /// runtime serves its local clients without a link of its own, rather than
+    /// refusing to serve at all, and takes the link over once that holder stops
+    /// ([`claim_when_free`] on this database).
+    HeldElsewhere(Arc<StateDb>),
+}
+
+/// Claims the link for `serve --link`, saying in the log what it means when it
+/// cannot.
+pub fn serve_link_state(cfg: &LinkConfig, db: Option<&Arc<StateDb>>) -> ServeLinkState {
     let Some(db) = db else {
         tracing::warn!(
             "the state database is not open: the link keeps the answers to changes in memory only, and a restart loses those the edge has not received yet"
         );
-        return Some(None);
+        return ServeLinkState::Ready(None);
     };
     match ClaimedState::claim(Arc::clone(db), &cfg.workstation_id, HolderKind::Serve) {
-        Ok(claim) => Some(Some(claim)),
+        Ok(claim) => ServeLinkState::Ready(Some(claim)),
         Err(e) => {
             tracing::warn!(
                 "--link: {e}; this runtime serves its local clients without the edge link until that process stops"
             );
-            None
+            ServeLinkState::HeldElsewhere(Arc::clone(db))
         }
     }
 }
