@@ -29,7 +29,6 @@ pub fn reject_damaged(
     tx: &Transaction<'_>,
     request_id: &str,
     connector_id: &str,
-    client_id: &str,
     now_ms: i64,
 ) -> rusqlite::Result<Withdrawal> {
     tx.execute("UPDATE approvals SET status = 'rejected' WHERE request_id = ?1", [request_id])?;
@@ -47,11 +46,9 @@ pub fn reject_damaged(
     if issued > 0 || pollable > 0 {
         return Ok(Withdrawal::InUse);
     }
-    tx.execute("DELETE FROM connectors WHERE connector_id = ?1", [connector_id])?;
-    tx.execute("DELETE FROM grants WHERE client_id = ?1 AND connector_id = ?2", params![client_id, connector_id])?;
     // A code an earlier poll of this request minted, before the damage, dies
-    // with the request: its exchange would find no connector anyway.
-    tx.execute("DELETE FROM auth_codes WHERE connector_id = ?1", [connector_id])?;
+    // with the request (its exchange would find no connector anyway).
+    super::connectors::delete_connector(tx, connector_id)?;
     // `clients.approved` stays set, as after `connector cancel`: it only spares
     // the registration from the purge of never-approved clients, and the client
     // must stay registered to ask again.
@@ -101,7 +98,7 @@ mod tests {
     }
 
     fn reject(store: &EdgeStore, rid: &str) -> Withdrawal {
-        store.write(|tx| reject_damaged(tx, rid, "conn", "cl", NOW)).unwrap()
+        store.write(|tx| reject_damaged(tx, rid, "conn", NOW)).unwrap()
     }
 
     #[test]

@@ -358,7 +358,7 @@ async fn poll(State(s): State<Arc<EdgeState>>, RawQuery(raw): RawQuery) -> Respo
                     // the next poll on, and the operator reads this line once, not
                     // once per poll until it expires. Its unused connector and grant
                     // go too, so the client's next authorize asks for approval again.
-                    let withdrawal = reject_damaged(tx, request_id, &connector_id, &client_id, now)?;
+                    let withdrawal = reject_damaged(tx, request_id, &connector_id, now)?;
                     tracing::error!(
                         request_id,
                         client_id,

@@ -212,13 +212,22 @@ pub fn cancel(store: &EdgeStore, request_id: &str) -> Result<(), ApprovalError> 
                 |r| r.get(0),
             )?;
             if others == 0 {
-                tx.execute("DELETE FROM connectors WHERE connector_id = ?1", [&row.info.connector_id])?;
-                tx.execute("DELETE FROM grants WHERE connector_id = ?1", [&row.info.connector_id])?;
-                tx.execute("DELETE FROM auth_codes WHERE connector_id = ?1", [&row.info.connector_id])?;
+                delete_connector(tx, &row.info.connector_id)?;
             }
         }
         Ok(())
     })
+}
+
+/// Deletes a connector with the grant that points at it and its authorization
+/// codes: what approving its request created, once nothing stands on it (no token
+/// issued, no other approval leading to it). A grant row is its client's, so the
+/// one naming this connector is that of the connector's own client.
+pub(super) fn delete_connector(tx: &Transaction<'_>, connector_id: &str) -> rusqlite::Result<()> {
+    tx.execute("DELETE FROM connectors WHERE connector_id = ?1", [connector_id])?;
+    tx.execute("DELETE FROM grants WHERE connector_id = ?1", [connector_id])?;
+    tx.execute("DELETE FROM auth_codes WHERE connector_id = ?1", [connector_id])?;
+    Ok(())
 }
 
 /// What a revocation was asked for: one connector (`connector revoke`) or every
