@@ -98,16 +98,8 @@ pub fn startup(
     state_dir_flag: Option<&std::path::Path>,
     boot_id: &str,
 ) -> Result<Option<ExecServices>, String> {
-    let env = |k: &str| std::env::var(k).ok();
-    let explicit = state_dir_flag.is_some() || env("HERDR_MCP_STATE_DIR").is_some_and(|v| !v.is_empty());
-    let opened = crate::state::resolve_state_dir(
-        state_dir_flag,
-        env("HERDR_MCP_STATE_DIR").as_deref(),
-        env("XDG_STATE_HOME").as_deref(),
-        env("HOME").as_deref(),
-    )
-    .map_err(|e| e.to_string())
-    .and_then(|dir| open(&dir, boot_id));
+    let (dir, explicit) = crate::state::state_dir_from_env(state_dir_flag);
+    let opened = dir.map_err(|e| e.to_string()).and_then(|dir| open(&dir, boot_id));
     match opened {
         Ok(services) => {
             tracing::info!(state_db = %services.0.path().display(), "exec sessions ready");

@@ -215,18 +215,11 @@ pub fn run_link(args: LinkArgs) -> anyhow::Result<()> {
 /// does not only costs durability: the link still forwards calls, and says on
 /// stderr (whatever the log filter) what is lost.
 fn open_state(flag: Option<&Path>) -> anyhow::Result<Option<Arc<StateDb>>> {
-    let env = |n: &str| std::env::var(n).ok();
-    let explicit = flag.is_some_and(|p| !p.as_os_str().is_empty()) || env("HERDR_MCP_STATE_DIR").is_some_and(|v| !v.is_empty());
-    let opened = crate::state::resolve_state_dir(
-        flag,
-        env("HERDR_MCP_STATE_DIR").as_deref(),
-        env("XDG_STATE_HOME").as_deref(),
-        env("HOME").as_deref(),
-    )
-    .map_err(StateError::from)
+    let (dir, explicit) = crate::state::state_dir_from_env(flag);
     // Registered as a boot like any process that opens the database; it owns no
     // exec session or ledger row, so the runtime's recovery forgets it once it ends.
-    .and_then(|dir| StateDb::open(&dir, &crate::edge::secrets::random_hex::<8>()));
+    let opened =
+        dir.map_err(StateError::from).and_then(|dir| StateDb::open(&dir, &crate::edge::secrets::random_hex::<8>()));
     match opened {
         Ok(db) => Ok(Some(Arc::new(db))),
         Err(e) if explicit => Err(anyhow::anyhow!("{e} (the link keeps the answers to changes there until the edge has them)")),

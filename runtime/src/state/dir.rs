@@ -39,6 +39,18 @@ pub fn resolve_state_dir(
     }
 }
 
+/// The state directory from `--state-dir` (`flag`) and this process's
+/// environment, and whether the user chose it (the flag or HERDR_MCP_STATE_DIR,
+/// not empty) rather than getting the default. `serve` and `link` both treat a
+/// chosen directory that cannot be used as an error, and a default one as a
+/// warning about what goes without it.
+pub fn state_dir_from_env(flag: Option<&Path>) -> (Result<PathBuf, StateDirError>, bool) {
+    let env = |n: &str| std::env::var(n).ok();
+    let chosen = flag.is_some_and(|p| !p.as_os_str().is_empty()) || env("HERDR_MCP_STATE_DIR").is_some_and(|v| !v.is_empty());
+    let dir = resolve_state_dir(flag, env("HERDR_MCP_STATE_DIR").as_deref(), env("XDG_STATE_HOME").as_deref(), env("HOME").as_deref());
+    (dir, chosen)
+}
+
 /// Creates `dir` if needed and makes it 0700. The directory must be a real directory
 /// owned by us: a symlink or someone else's directory could redirect our ledger.
 pub fn ensure_private_dir(dir: &Path) -> Result<(), StateDirError> {

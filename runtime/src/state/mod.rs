@@ -24,7 +24,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::Connection;
 
-pub use dir::{StateDirError, resolve_state_dir};
+pub use dir::{StateDirError, resolve_state_dir, state_dir_from_env};
 
 /// File name of the database inside the state directory.
 pub const DB_FILE: &str = "state.db";
