@@ -67,6 +67,15 @@ export function continuityState(stack) {
   return stack.sw.evaluate(() => globalThis.herdr.shell.continuity_state());
 }
 
+/// chrome.storage.local key of the delivery guard (extension-shell's `continuity::GUARD_KEY`).
+const GUARD_KEY = 'herdrDeliveryGuard';
+
+/// The delivery guard as the worker last saved it, read through `page` (the
+/// service worker or an extension page); undefined before the first save.
+export async function savedGuard(page) {
+  return (await page.evaluate((k) => chrome.storage.local.get(k), GUARD_KEY))[GUARD_KEY];
+}
+
 /// Waits until the push stream has delivered a `hello` (so the next events are seen).
 export async function streamConnected(stack, { hellos = 1 } = {}) {
   return until(async () => {

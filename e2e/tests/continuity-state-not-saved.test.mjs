@@ -11,12 +11,10 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack, stopStack, until, extensionPage } from '../lib/harness.mjs';
-import { waitForWakes, wakesIn, staysAt, continuityState, chatWithWorkingAgent, openPopup } from '../lib/continuity.mjs';
+import { waitForWakes, wakesIn, staysAt, continuityState, chatWithWorkingAgent, openPopup, savedGuard } from '../lib/continuity.mjs';
 
 /// ext-core's `delivery_guard::STATE_NOT_SAVED`.
 const STATE_NOT_SAVED = 'state-not-saved';
-/// extension-shell's `continuity::GUARD_KEY`.
-const GUARD_KEY = 'herdrDeliveryGuard';
 const FILLER_KEY = 'e2eFiller';
 /// Bytes left free: far less than a wake's JSON (its text alone is longer).
 const ROOM = 16;
@@ -91,7 +89,7 @@ describe('continuity: the claim of a delivery cannot be saved', () => {
     assert.deepEqual(attempts.map((d) => [d.wake, d.trigger, d.ok]), [[attempt.wake, 'Automatic', false], [attempt.wake, 'Manual', true]]);
     assert.equal(later.pending.find((p) => p.id === attempt.wake), undefined);
     const saved = await until(async () => {
-      const g = (await options.evaluate((k) => chrome.storage.local.get(k), GUARD_KEY))[GUARD_KEY];
+      const g = await savedGuard(options);
       return g && !g.pending.some((p) => p.wake.id === attempt.wake) && Object.keys(g.in_flight).length === 0 ? g : null;
     }, { what: 'the delivered state to be on disk' });
     assert.deepEqual(saved.accepted, []);

@@ -13,17 +13,14 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack, stopStack, until, extensionPage } from '../lib/harness.mjs';
 import {
-  waitForWakes, wakesIn, staysAt, continuityState, chatWithWorkingAgent, streamConnected, openPopup,
+  waitForWakes, wakesIn, staysAt, continuityState, chatWithWorkingAgent, streamConnected, openPopup, savedGuard,
 } from '../lib/continuity.mjs';
 import { stopWorkerAndHost, wakeServiceWorker } from '../lib/service-worker.mjs';
 
 /// extension-shell's `dev_seams::HOLD_BEFORE_BEGIN_KEY`.
 const HOLD_KEY = 'herdrDevHoldBeforeBegin';
-/// extension-shell's `continuity::GUARD_KEY`.
-const GUARD_KEY = 'herdrDeliveryGuard';
 
 const setStorage = (page, items) => page.evaluate((i) => chrome.storage.local.set(i), items);
-const savedGuard = async (page) => (await page.evaluate((k) => chrome.storage.local.get(k), GUARD_KEY))[GUARD_KEY];
 
 describe('continuity: the service worker stops between deciding a wake and delivering it', () => {
   let stack;
@@ -80,8 +77,7 @@ describe('continuity: the service worker stops between deciding a wake and deliv
     assert.equal(await after.$$eval('#pending [data-pending]', (els) => els.length), 0, 'nor any other');
     assert.equal(await after.getAttribute('body', 'data-pending'), '0');
     const settled = await until(async () => {
-      const guard = await after.evaluate((k) => chrome.storage.local.get(k), GUARD_KEY);
-      const g = guard[GUARD_KEY];
+      const g = await savedGuard(after);
       return g && g.accepted.length === 0 && Object.keys(g.in_flight).length === 0 ? g : null;
     }, { what: 'the settled guard to be on disk' });
     assert.deepEqual(settled.pending, []);

@@ -11,13 +11,12 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack, stopStack, until } from '../lib/harness.mjs';
 import {
-  waitForWakes, wakesIn, staysAt, continuityState, chatWithWorkingAgent, streamConnected, openPopup,
+  waitForWakes, wakesIn, staysAt, continuityState, chatWithWorkingAgent, streamConnected, openPopup, savedGuard,
 } from '../lib/continuity.mjs';
 import { stopWorkerAndHost, wakeServiceWorker } from '../lib/service-worker.mjs';
 
 /// ext-core's `delivery_guard::WORKER_STOPPED`.
 const WORKER_STOPPED = 'worker-stopped';
-const GUARD_KEY = 'herdrDeliveryGuard';
 
 describe('continuity: the service worker stops mid-delivery', () => {
   let stack;
@@ -35,8 +34,7 @@ describe('continuity: the service worker stops mid-delivery', () => {
     assert.match(await chat.page.evaluate(() => window.__fixture.composerModel()), /marker-md1/, 'the wake is in the composer');
     const midway = await continuityState(stack);
     assert.deepEqual(midway.deliveries.filter((d) => d.conv === chat.convKey), [], 'the delivery is not finished yet');
-    const saved = await stack.sw.evaluate((key) => chrome.storage.local.get(key), GUARD_KEY);
-    const inFlight = Object.values(saved[GUARD_KEY].in_flight);
+    const inFlight = Object.values((await savedGuard(stack.sw)).in_flight);
     assert.equal(inFlight.length, 1, 'the begun delivery is on disk before the page was touched');
     const wakeId = inFlight[0].wake.id;
 
