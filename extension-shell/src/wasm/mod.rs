@@ -40,6 +40,7 @@ async fn sync_scripts() -> Result<(), String> {
 /// Loads storage, registers the enabled sites' content scripts and opens the native port.
 #[wasm_bindgen]
 pub async fn start() -> Result<(), JsValue> {
+    crate::panic_log::install(io::log);
     store::load().await.map_err(|e| JsValue::from_str(&e))?;
     if let Err(e) = sync_scripts().await {
         io::log("error", &format!("registering content scripts failed: {e}"));
