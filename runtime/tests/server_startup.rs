@@ -156,6 +156,25 @@ async fn bad_root_refuses_to_start() {
 }
 
 #[tokio::test]
+async fn readonly_with_a_value_other_than_1_or_0_refuses_to_start() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    // `true` reads as "read-only" to a person; serving read-write instead would betray them.
+    let line = refusal(&Options { env: vec![("HERDR_MCP_READONLY".into(), "true".into())], ..with_root(&repo) });
+    assert!(line.contains("HERDR_MCP_READONLY") && line.contains("set it to 1"), "{line}");
+}
+
+#[tokio::test]
+async fn roots_env_of_separators_alone_refuses_to_start() {
+    let dir = short_tempdir();
+    let line = refusal(&Options {
+        env: vec![("HERDR_MCP_ROOTS".into(), ":".into())],
+        cwd: Some(dir.path().to_path_buf()),
+        ..Options::default()
+    });
+    assert!(line.contains("HERDR_MCP_ROOTS") && line.contains("names no directory"), "{line}");
+}
+
+#[tokio::test]
 async fn log_file_receives_the_logs() {
     let repo = git_repo(&[("a.txt", "a\n")]);
     let dir = short_tempdir();

@@ -3,11 +3,14 @@
 //! - Managed roots: `--root DIR` (repeatable) wins; else `HERDR_MCP_ROOTS`, a list
 //!   separated by `:` or `,` (either works, like `PATH` or a CSV); else the git
 //!   top-level of the working directory.
-//! - `HERDR_MCP_READONLY=1` turns on read-only mode (any other value leaves it off).
+//! - `HERDR_MCP_READONLY=1` turns on read-only mode; `0`, empty or unset leave it off.
+//!   Any other value (`true`, `yes`) stops the start: whoever set it surely meant
+//!   read-only, and silently serving read-write would betray that.
 //! - `HERDR_MCP_WRITE_ROOTS`: comma-separated; empty or unset means every managed root.
 //!
-//! A root must be an existing directory and is never `/` nor `$HOME`: serving a whole
-//! disk or home directory would expose far more than one project.
+//! A root must be an existing directory and is never `/`, `$HOME` nor a parent of
+//! `$HOME`: serving a whole disk or home directory would expose far more than one
+//! project (the same rule as for the roots Herdr's panes add).
 
 use std::path::{Component, Path, PathBuf};
 use std::process::Command;
@@ -29,10 +32,18 @@ pub fn build(s: &Settings<'_>) -> Result<Policy, PolicyError> {
     let raw: Vec<(PathBuf, &str)> = if !s.cli_roots.is_empty() {
         s.cli_roots.iter().map(|r| (r.clone(), "--root")).collect()
     } else if let Some(list) = s.env_roots.filter(|v| !v.trim().is_empty()) {
-        split_list(list, &[':', ',']).map(|r| (PathBuf::from(r), "HERDR_MCP_ROOTS")).collect()
+        let listed: Vec<_> = split_list(list, &[':', ',']).map(|r| (PathBuf::from(r), "HERDR_MCP_ROOTS")).collect();
+        // Only separators: serving with no root at all would refuse every call.
+        if listed.is_empty() {
+            return Err(invalid(format!(
+                "HERDR_MCP_ROOTS={list:?} names no directory; list project directories separated by ':' or ',', or unset it"
+            )));
+        }
+        listed
     } else {
         vec![(git_toplevel(s.cwd)?, "the git top-level of the working directory")]
     };
+    let readonly = readonly_mode(s.readonly)?;
     let home = s.home.and_then(|h| h.canonicalize().ok());
     let mut roots = Vec::new();
     for (root, origin) in raw {
@@ -44,6 +55,12 @@ pub fn build(s: &Settings<'_>) -> Result<Policy, PolicyError> {
         if home.as_deref() == Some(canonical.as_path()) {
             return Err(invalid(format!(
                 "managed root {} ({origin}) is your home directory; choose a project directory inside it",
+                root.display()
+            )));
+        }
+        if home.as_deref().is_some_and(|h| h.starts_with(&canonical)) {
+            return Err(invalid(format!(
+                "managed root {} ({origin}) contains your home directory; choose a project directory",
                 root.display()
             )));
         }
@@ -64,7 +81,18 @@ pub fn build(s: &Settings<'_>) -> Result<Policy, PolicyError> {
                 .collect::<Result<Vec<_>, _>>()?,
         ),
     };
-    Ok(Policy::assemble(deepest_first(roots), s.readonly == Some("1"), write_roots, relative_base))
+    Ok(Policy::assemble(deepest_first(roots), readonly, write_roots, relative_base))
+}
+
+/// `HERDR_MCP_READONLY`: `1` is on; `0`, empty or unset is off; anything else is refused.
+fn readonly_mode(value: Option<&str>) -> Result<bool, PolicyError> {
+    match value.map(str::trim) {
+        Some("1") => Ok(true),
+        None | Some("" | "0") => Ok(false),
+        Some(other) => Err(invalid(format!(
+            "HERDR_MCP_READONLY={other:?} is not understood: set it to 1 for read-only mode, or to 0 (or unset it) to allow changes"
+        ))),
+    }
 }
 
 /// Sorts roots so that a path is matched by its innermost root first.
@@ -131,6 +159,49 @@ mod tests {
         let cli = [tmp.path().to_path_buf()];
         let err = build(&settings(&cli, tmp.path(), Some(tmp.path()))).unwrap_err();
         assert!(err.to_string().contains("home directory"), "{err}");
+    }
+
+    #[test]
+    fn refuses_a_parent_of_home_but_not_a_sibling() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("users").join("me");
+        let sibling = tmp.path().join("users").join("me-project");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&sibling).unwrap();
+        let cli = [tmp.path().join("users")];
+        let err = build(&settings(&cli, tmp.path(), Some(&home))).unwrap_err();
+        assert!(err.to_string().contains("contains your home directory"), "{err}");
+        // A shared name prefix is no parenthood: users/me-project does not hold users/me.
+        let cli = [sibling];
+        assert!(build(&settings(&cli, tmp.path(), Some(&home))).is_ok());
+    }
+
+    #[test]
+    fn env_roots_of_separators_alone_are_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        for list in [":", " , : ", "::,"] {
+            let mut s = settings(&[], tmp.path(), None);
+            s.env_roots = Some(list);
+            let err = build(&s).unwrap_err().to_string();
+            assert!(err.contains("HERDR_MCP_ROOTS") && err.contains("names no directory"), "{list:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn readonly_is_one_zero_or_unset_and_anything_else_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cli = [tmp.path().to_path_buf()];
+        for (value, on) in [(None, false), (Some(""), false), (Some("0"), false), (Some("1"), true), (Some(" 1 "), true)] {
+            let mut s = settings(&cli, tmp.path(), None);
+            s.readonly = value;
+            assert_eq!(build(&s).unwrap().readonly, on, "{value:?}");
+        }
+        for value in ["true", "yes", "on", "2", "false"] {
+            let mut s = settings(&cli, tmp.path(), None);
+            s.readonly = Some(value);
+            let err = build(&s).unwrap_err().to_string();
+            assert!(err.contains("HERDR_MCP_READONLY") && err.contains("set it to 1"), "{value}: {err}");
+        }
     }
 
     #[test]
