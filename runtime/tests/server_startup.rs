@@ -105,6 +105,16 @@ async fn regular_file_at_socket_path_is_refused_and_left_alone() {
 }
 
 #[tokio::test]
+async fn socket_directory_that_cannot_be_created_is_one_line_with_its_cause_once() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    // Nothing can create a directory inside /proc, not even root.
+    let socket = std::path::PathBuf::from("/proc/herdr-mcp-no-such-dir/s.sock");
+    let line = refusal(&Options { socket: Some(socket), ..with_root(&repo) });
+    assert!(line.contains("cannot create socket directory /proc/herdr-mcp-no-such-dir"), "{line}");
+    assert_eq!(line.matches("os error").count(), 1, "the cause is said once: {line}");
+}
+
+#[tokio::test]
 async fn live_socket_is_refused() {
     let repo = git_repo(&[("a.txt", "a\n")]);
     let first = Runtime::start(&[repo.path()], &[]).await;

@@ -18,13 +18,15 @@ pub enum BindError {
     InUse(PathBuf),
     #[error("socket directory {0} is a symlink; refusing to use it")]
     ParentSymlink(PathBuf),
-    #[error("{what} {path}: {source}")]
-    Io { what: &'static str, path: PathBuf, source: io::Error },
+    /// The cause is part of this one line and deliberately not an error `source`:
+    /// `{:#}` would print it a second time.
+    #[error("{what} {path}: {cause}")]
+    Io { what: &'static str, path: PathBuf, cause: io::Error },
 }
 
 fn io_err(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> BindError + use<> {
     let path = path.to_path_buf();
-    move |source| BindError::Io { what, path, source }
+    move |cause| BindError::Io { what, path, cause }
 }
 
 /// Removes the socket file on drop, but only when the path still names the inode
@@ -71,7 +73,7 @@ pub fn bind(path: &Path) -> Result<(tokio::net::UnixListener, SocketGuard), Bind
         if e.kind() == io::ErrorKind::AddrInUse {
             BindError::InUse(path.to_path_buf())
         } else {
-            BindError::Io { what: "cannot bind socket", path: path.to_path_buf(), source: e }
+            BindError::Io { what: "cannot bind socket", path: path.to_path_buf(), cause: e }
         }
     })?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
@@ -97,14 +99,14 @@ fn prepare_parent(path: &Path) -> Result<(), BindError> {
         Ok(_) => Err(BindError::Io {
             what: "socket directory is not a directory",
             path: parent.to_path_buf(),
-            source: io::Error::from(io::ErrorKind::NotADirectory),
+            cause: io::Error::from(io::ErrorKind::NotADirectory),
         }),
         Err(e) if e.kind() == io::ErrorKind::NotFound => std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(parent)
             .map_err(io_err("cannot create socket directory", parent)),
-        Err(e) => Err(BindError::Io { what: "cannot inspect socket directory", path: parent.to_path_buf(), source: e }),
+        Err(e) => Err(BindError::Io { what: "cannot inspect socket directory", path: parent.to_path_buf(), cause: e }),
     }
 }
 
@@ -113,7 +115,7 @@ fn clear_stale(path: &Path) -> Result<(), BindError> {
     let meta = match std::fs::symlink_metadata(path) {
         Ok(meta) => meta,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(BindError::Io { what: "cannot inspect socket path", path: path.to_path_buf(), source: e }),
+        Err(e) => return Err(BindError::Io { what: "cannot inspect socket path", path: path.to_path_buf(), cause: e }),
     };
     if meta.file_type().is_symlink() {
         return Err(BindError::Symlink(path.to_path_buf()));
@@ -128,7 +130,7 @@ fn clear_stale(path: &Path) -> Result<(), BindError> {
             tracing::info!(path = %path.display(), "replacing stale socket");
             std::fs::remove_file(path).map_err(io_err("cannot remove stale socket", path))
         }
-        Err(e) => Err(BindError::Io { what: "cannot probe existing socket", path: path.to_path_buf(), source: e }),
+        Err(e) => Err(BindError::Io { what: "cannot probe existing socket", path: path.to_path_buf(), cause: e }),
     }
 }
 
