@@ -61,10 +61,15 @@ needs `Authorization: Bearer $HERDR_MCP_TOKEN` and non-loopback Host/Origin are 
 Environment:
   HERDR_EXTENSION_IPC_SOCKET  socket path (same as --socket)
   HERDR_MCP_TOKEN             bearer for --listen (required with --listen)
-  HERDR_MCP_ROOTS             managed roots, ':'-separated (when no --root is given)
-  HERDR_MCP_READONLY=1        refuse every change to the machine
-  HERDR_MCP_WRITE_ROOTS       only these roots may be changed
+  HERDR_MCP_ROOTS             managed roots, separated by ':' or ',' (when no --root is given)
+  HERDR_MCP_READONLY=1        refuse every change to the machine (0 or unset: allow changes;
+                              any other value stops the start)
+  HERDR_MCP_WRITE_ROOTS       only these roots may be changed, ','-separated (default: all)
   HERDR_MCP_STATE_DIR         state database directory (same as --state-dir)
+  HERDR_MCP_EXEC_BACKEND      how commands run: auto (default), native or utility_pane
+  HERDR_SOCKET_PATH           Herdr's socket (default: Herdr's own, ~/.config/herdr/herdr.sock);
+                              Herdr is optional, without it its tools say herdr_unavailable
+  HERDR_LINK_CA_FILE          extra CA certificate (PEM) the --link trusts for its edge
   HERDR_MCP_LOG / RUST_LOG    log filter (default: info)
 
 Stops cleanly on SIGINT/SIGTERM and removes its socket.";
