@@ -101,8 +101,11 @@ pub fn main(args: Vec<OsString>) -> i32 {
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("HERDR_NMHOST_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    // stdout carries frames only; logs must never reach it.
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    // stdout carries frames only; logs must never reach it. Chrome hands stderr to its
+    // own log, where colour escapes would only garble the lines.
+    use std::io::IsTerminal;
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(colour).with_writer(std::io::stderr).try_init();
 }
 
 fn refuse_and_exit(error: &HostError) -> i32 {

@@ -438,6 +438,22 @@ async fn one_shot_callers_get_one_answer_and_the_host_exits() {
     assert!(host.wait().await.success());
 }
 
+#[test]
+fn the_refusal_logged_to_chromes_stderr_carries_no_colour_escapes() {
+    // Chrome writes a host's stderr into its own log, never to a terminal.
+    let out = std::process::Command::new(support::host::binary())
+        .arg("chrome-extension://aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/")
+        .env_remove("HERDR_EXTENSION_ORIGIN")
+        .env_remove("NO_COLOR")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("refusing the caller"), "{err}");
+    assert!(!err.contains('\u{1b}'), "escape codes in a non-terminal log: {err:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_foreign_origin_is_refused_and_the_host_exits() {
     let dir = tempfile::tempdir().unwrap();

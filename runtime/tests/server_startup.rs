@@ -200,6 +200,17 @@ async fn log_file_receives_the_logs() {
     assert!(text.contains("herdr-mcp stopped"), "{text}");
 }
 
+#[tokio::test]
+async fn logs_to_a_pipe_or_file_carry_no_colour_escapes() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    // The harness sends stderr to a file, as a service manager or `2>log` would.
+    let mut rt = Runtime::start(&[repo.path()], &[]).await;
+    rt.terminate();
+    let text = rt.stderr();
+    assert!(text.contains("herdr-mcp serving"), "{text}");
+    assert!(!text.contains('\u{1b}'), "escape codes in a non-terminal log: {text:?}");
+}
+
 #[test]
 fn serve_help_explains_defaults_and_environment() {
     let out = std::process::Command::new(common::BIN).args(["serve", "--help"]).output().unwrap();

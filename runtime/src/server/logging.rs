@@ -23,7 +23,15 @@ pub fn init(log_file: Option<&Path>) -> Result<(), String> {
                 .map_err(|e| format!("cannot open log file {}: {e}", path.display()))?;
             builder.with_ansi(false).with_writer(Mutex::new(file)).try_init()
         }
-        None => builder.with_writer(std::io::stderr).try_init(),
+        None => builder.with_ansi(stderr_wants_colour()).with_writer(std::io::stderr).try_init(),
     };
     result.map_err(|e| format!("cannot start logging: {e}"))
+}
+
+/// Colour escapes help a person at a terminal and garble everything else (a log
+/// file of a service manager, a test's capture, a pipe to grep); `NO_COLOR` turns
+/// them off at a terminal too (https://no-color.org).
+pub fn stderr_wants_colour() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
