@@ -79,6 +79,9 @@ async fn runtime_serves_push_and_herdr_tools_from_a_live_herdr() {
     let state = push_state_until(&rt.socket, |s| s["herdr_live"] == true).await;
     assert_eq!(state["agents"][0]["pane"], "w1:p1");
     assert_eq!(state["workspaces"][0]["id"], "w1");
+    // The extension's options page shows the Herdr layer from /health.
+    let health = raw_unix(&rt.socket, "GET", "/health", &[], None).await.unwrap().json();
+    assert_eq!(health["herdr"]["status"], "connected", "{health}");
 
     let mut sse = Sse::open(&rt.socket, "?workspace=w1").await;
     sse.read_until("event: hello").await;
@@ -117,6 +120,9 @@ async fn runtime_without_herdr_answers_unavailable_and_an_empty_push_state() {
         (state["ok"].clone(), state["herdr_live"].clone(), state["agents"].clone()),
         (json!(true), json!(false), json!([]))
     );
+    let health = raw_unix(&rt.socket, "GET", "/health", &[], None).await.unwrap().json();
+    assert_eq!(health["herdr"]["status"], "unavailable", "{health}");
+    assert!(health["herdr"]["message"].as_str().is_some_and(|m| m.contains("start Herdr")), "{health}");
     let client = rt.client().await;
     let started = Instant::now();
     let since = call_tool(&client, "herdr_since", json!({})).await;

@@ -34,8 +34,21 @@ pub fn health_body(state: &ServerState) -> Value {
         },
         "uptime_ms": info.uptime_ms() as u64,
         "tool_count": state.registry.len(),
-        // Filled by the exec and Herdr work; reported honestly until then.
         "exec_sessions": crate::exec::health(state.ctx.services.exec.as_deref()),
-        "herdr": {"status": "unavailable", "message": "no Herdr connection in this build"},
+        "herdr": herdr_health(state.ctx.services.herdr.as_deref()),
     })
+}
+
+/// `connected` while the event cache follows a live Herdr server (the extension's
+/// options page shows the Herdr layer from this). No socket path: TCP serves
+/// `/health` without a bearer.
+fn herdr_health(herdr: Option<&crate::herdr::HerdrService>) -> Value {
+    match herdr {
+        Some(service) if service.cache.is_live() => json!({"status": "connected"}),
+        Some(_) => json!({
+            "status": "unavailable",
+            "message": "no Herdr server answers on the Herdr socket; start Herdr for the workspace and agent tools (the runtime keeps looking)",
+        }),
+        None => json!({"status": "unavailable", "message": "the Herdr integration is off (the runtime log says why)"}),
+    }
 }
