@@ -6,8 +6,12 @@
 //! edge logs the damage once. The connector and grant its approval created go
 //! with it (unless an identical request approved with it can still use them), so
 //! the client's next authorize asks for a new approval instead of getting a code.
+//! A database file that is no database at all stops the commands with one line
+//! naming it (the last tests run the real binary).
 
 mod edge_support;
+#[path = "edge_support/procs.rs"]
+mod procs;
 
 use std::io::Write;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -191,4 +195,33 @@ async fn client_redirect_list_that_is_not_json() {
     assert_eq!(r.json()["error"], "invalid_request", "{}", r.body);
     assert!(r.header("location").is_empty());
     still_serves(&e).await;
+}
+
+/// A database file that is no SQLite database at all: every command that opens the
+/// store says which file, says the cause once, and what to do, in one line.
+#[test]
+fn a_damaged_database_file_is_named_with_what_to_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    let init = procs::command(tmp.path()).args(["edge", "init"]).output().unwrap();
+    assert!(init.status.success(), "{}", String::from_utf8_lossy(&init.stderr));
+    let db = tmp.path().join("state/herdr-mcp/edge").join(herdr_mcp::edge::store::DB_FILE);
+    std::fs::write(&db, b"these bytes are no SQLite database header, whatever follows").unwrap();
+    for args in [&["connector", "list"][..], &["edge", "pair", "--issuer", "https://edge.example"]] {
+        let out = procs::command(tmp.path()).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+        assert!(err.contains(&db.display().to_string()) && err.contains("edge init"), "{args:?}: {err}");
+        assert_eq!(err.matches("not a database").count(), 1, "{args:?}: the cause once: {err}");
+    }
+}
+
+/// `edge init --issuer` with a wrong URL stops before it creates any state.
+#[test]
+fn init_with_a_wrong_issuer_creates_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = procs::command(tmp.path()).args(["edge", "init", "--issuer", "not a url"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--issuer"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!tmp.path().join("state/herdr-mcp/edge").exists(), "init created state before refusing");
 }

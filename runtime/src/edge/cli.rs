@@ -48,8 +48,9 @@ pub enum EdgeCommand {
     /// Create a pairing for a new workstation from the edge host itself (the
     /// operator's way in when no enrolled device is at hand).
     Pair(EdgePairArgs),
-    /// Serve OAuth and the public /mcp endpoint over HTTP. Terminate TLS in front
-    /// of it (a reverse proxy) and pass the public https URL as --issuer.
+    /// Serve OAuth and the public /mcp endpoint: HTTPS with --tls-cert and --tls-key,
+    /// else plain HTTP behind a reverse proxy that terminates TLS. --issuer is always
+    /// the public https URL.
     Serve(EdgeServeArgs),
 }
 
@@ -121,6 +122,10 @@ pub(crate) fn open_store(dir: &Path) -> anyhow::Result<Arc<EdgeStore>> {
 pub fn run_edge(cmd: EdgeCommand) -> anyhow::Result<()> {
     match cmd {
         EdgeCommand::Init(args) => {
+            // A wrong --issuer stops init before it creates anything.
+            if let Some(issuer) = &args.issuer {
+                EdgeConfig::new(issuer).map_err(anyhow::Error::msg)?;
+            }
             let dir = args.state.resolve()?;
             let created = EdgeStore::init(&dir)?;
             println!("edge state {} in {}", if created { "created" } else { "already present" }, dir.display());

@@ -32,10 +32,37 @@ pub enum StoreError {
     NotInitialised(String),
     #[error("edge state {path}: {message}")]
     Io { path: String, message: String },
+    /// Not an error `source`: rusqlite's own source repeats its message, and `{:#}`
+    /// would print it two more times.
     #[error("edge database: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    Sqlite(rusqlite::Error),
     #[error("edge database schema version {found} is newer than this binary knows ({known})")]
     TooNew { found: i64, known: i64 },
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        StoreError::Sqlite(e)
+    }
+}
+
+/// Opens and migrates the database file, naming it and what to do when it is not
+/// (or no longer) an SQLite database.
+fn open_db(path: &Path) -> Result<Connection, StoreError> {
+    let conn = open_conn(path).and_then(|c| migrate(&c).map(|()| c));
+    conn.map_err(|e| match e {
+        StoreError::Sqlite(e)
+            if matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt)) =>
+        {
+            StoreError::Io {
+                path: path.display().to_string(),
+                message: format!(
+                    "is damaged ({e}); restore it from a backup, or move it aside and run `herdr-mcp edge init` (every device then pairs again)"
+                ),
+            }
+        }
+        other => other,
+    })
 }
 
 /// Schema migrations, applied in order; `PRAGMA user_version` records how many ran.
@@ -204,8 +231,7 @@ impl EdgeStore {
             f.write_all(hex::encode(random_bytes::<PEPPER_BYTES>()).as_bytes()).map_err(io)?;
             f.sync_all().map_err(io)?;
         }
-        let conn = open_conn(&dir.join(DB_FILE))?;
-        migrate(&conn)?;
+        open_db(&dir.join(DB_FILE))?;
         Ok(created)
     }
 
@@ -225,8 +251,7 @@ impl EdgeStore {
         if pepper.len() != PEPPER_BYTES {
             return Err(io(format!("holds {} bytes, expected {PEPPER_BYTES}", pepper.len())));
         }
-        let conn = open_conn(&dir.join(DB_FILE))?;
-        migrate(&conn)?;
+        let conn = open_db(&dir.join(DB_FILE))?;
         Ok(Self { conn: Mutex::new(conn), pepper, clock, dir: dir.to_path_buf() })
     }
 
