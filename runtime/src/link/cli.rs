@@ -172,6 +172,9 @@ fn read_secret(file: Option<&PathBuf>) -> anyhow::Result<String> {
 pub fn run_link(args: LinkArgs) -> anyhow::Result<()> {
     let env = |n: &str| std::env::var(n).ok();
     let (edge, workstation_id, secret, name) = identity(&args)?;
+    // Checked now: the link otherwise first waits for the local runtime, and only
+    // then finds that it can never reach this edge.
+    super::session::ws_url_of(&edge, &workstation_id).map_err(anyhow::Error::msg)?;
     let socket = match args.socket {
         Some(s) => s,
         None => crate::server::config::default_socket_path(env("XDG_CONFIG_HOME").as_deref(), env("HOME").as_deref())?,

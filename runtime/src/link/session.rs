@@ -45,7 +45,12 @@ pub fn now_ms() -> u64 {
 }
 
 fn ws_url(cfg: &LinkConfig) -> Result<String, String> {
-    let base = cfg.edge.trim_end_matches('/');
+    ws_url_of(&cfg.edge, &cfg.workstation_id)
+}
+
+/// The link's WebSocket URL on the edge at `edge` (its http(s) base URL).
+pub(super) fn ws_url_of(edge: &str, workstation_id: &str) -> Result<String, String> {
+    let base = edge.trim_end_matches('/');
     let rest = if let Some(r) = base.strip_prefix("https://") {
         format!("wss://{r}")
     } else if let Some(r) = base.strip_prefix("http://") {
@@ -53,7 +58,7 @@ fn ws_url(cfg: &LinkConfig) -> Result<String, String> {
     } else {
         return Err(format!("--edge {base:?} must start with http:// or https://"));
     };
-    Ok(format!("{rest}/ws/{}", cfg.workstation_id))
+    Ok(format!("{rest}/ws/{workstation_id}"))
 }
 
 /// Reads the edge's refusal of an upgrade (a JSON `code`) into an [`End`].
