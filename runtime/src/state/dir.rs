@@ -55,7 +55,11 @@ pub fn state_dir_from_env(flag: Option<&Path>) -> (Result<PathBuf, StateDirError
 /// owned by us: a symlink or someone else's directory could redirect our ledger.
 pub fn ensure_private_dir(dir: &Path) -> Result<(), StateDirError> {
     let unusable = |message: String| StateDirError::Unusable { path: dir.display().to_string(), message };
-    fs::create_dir_all(dir).map_err(|e| unusable(format!("cannot create it: {e}")))?;
+    fs::create_dir_all(dir).map_err(|e| match e.kind() {
+        // create_dir_all says only "File exists" for a file in the way.
+        std::io::ErrorKind::AlreadyExists => unusable("exists and is not a directory; point --state-dir at a directory".into()),
+        _ => unusable(format!("cannot create it: {e}")),
+    })?;
     let meta = fs::symlink_metadata(dir).map_err(|e| unusable(format!("cannot stat it: {e}")))?;
     if meta.file_type().is_symlink() {
         return Err(unusable("is a symlink; point --state-dir at a real directory".into()));
@@ -111,6 +115,7 @@ mod tests {
         assert!(err.to_string().contains("symlink"), "{err}");
         let file = tmp.path().join("file");
         fs::write(&file, "x").unwrap();
-        assert!(ensure_private_dir(&file).is_err());
+        let err = ensure_private_dir(&file).unwrap_err();
+        assert!(err.to_string().contains("exists and is not a directory"), "{err}");
     }
 }
