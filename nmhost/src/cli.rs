@@ -116,6 +116,16 @@ fn refuse_and_exit(error: &HostError) -> i32 {
 }
 
 fn host_mode(caller: &str) -> i32 {
+    // Chrome always connects pipes; a terminal means a person ran the manifest's command
+    // by hand, and would otherwise face a silent wait for a binary frame.
+    use std::io::IsTerminal;
+    if std::io::stdin().is_terminal() {
+        eprintln!(
+            "herdr-nmhost: the browser starts this host itself and talks to it over pipes, not a terminal; \
+             check its registration with `herdr-nmhost status`, or register it with `herdr-nmhost install`"
+        );
+        return 2;
+    }
     init_logging();
     let expected = match origin::expected_origin(std::env::var(origin::ORIGIN_ENV).ok().as_deref()) {
         Ok(o) => o,

@@ -439,6 +439,39 @@ async fn one_shot_callers_get_one_answer_and_the_host_exits() {
 }
 
 #[test]
+fn started_by_hand_in_a_terminal_it_says_so_and_exits_instead_of_waiting() {
+    let pty = nix::pty::openpty(None, None).unwrap();
+    let mut child = std::process::Command::new(support::host::binary())
+        .arg(PINNED_ORIGIN)
+        .env_remove("HERDR_EXTENSION_ORIGIN")
+        .stdin(std::process::Stdio::from(pty.slave))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The master stays open: without the check the host would wait on the terminal for ever.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the host kept waiting on a terminal");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.contains("herdr-nmhost status"), "{err}");
+    assert!(out.stdout.is_empty(), "no frame for a person: {:?}", out.stdout);
+    drop(pty.master);
+}
+
+#[test]
 fn the_refusal_logged_to_chromes_stderr_carries_no_colour_escapes() {
     // Chrome writes a host's stderr into its own log, never to a terminal.
     let out = std::process::Command::new(support::host::binary())
