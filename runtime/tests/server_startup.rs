@@ -209,6 +209,8 @@ async fn logs_to_a_pipe_or_file_carry_no_colour_escapes() {
     let text = rt.stderr();
     assert!(text.contains("herdr-mcp serving"), "{text}");
     assert!(!text.contains('\u{1b}'), "escape codes in a non-terminal log: {text:?}");
+    // Values are written for people, not as Rust's Debug (`None`, `Some(..)`).
+    assert!(!text.contains("=None") && !text.contains("Some("), "{text}");
 }
 
 #[test]

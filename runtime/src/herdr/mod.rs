@@ -161,7 +161,8 @@ pub fn attach(services: &mut crate::tools::Services, policy: &crate::policy::Pol
             return None;
         }
     };
-    tracing::info!(socket = %config.socket_path.display(), cli = ?config.herdr_bin, "Herdr socket");
+    let cli = config.herdr_bin.as_ref().map_or_else(|| "not found (herdr_methods and herdr_call need it)".to_string(), |p| p.display().to_string());
+    tracing::info!(socket = %config.socket_path.display(), %cli, "Herdr socket");
     let mut service = HerdrService::new(config, Some(bus));
     service.bind_policy(policy, std::env::var_os("HOME").map(PathBuf::from));
     if let Some(db) = &services.state {

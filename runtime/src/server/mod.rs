@@ -80,7 +80,7 @@ pub async fn serve(listen: ListenConfig, state: Arc<ServerState>, shutdown: Canc
     tasks.spawn(async move { axum::serve(unix_listener, app).with_graceful_shutdown(stop.cancelled_owned()).await });
     tracing::info!(
         socket = %socket_guard.path().display(),
-        tcp = ?tcp_addr,
+        tcp = %tcp_addr.map_or_else(|| "off".to_string(), |a| a.to_string()),
         tools = state.registry.len(),
         contract = %state.contract_hash,
         "herdr-mcp serving"
