@@ -2,6 +2,7 @@
 //! "production" when none is given, the name from `--env` or `$HERDR_EDGE_ENV`
 //! otherwise, and a name that is not a short lowercase label stops the edge at
 //! start with an error naming the value and the rule. `--help` explains it.
+//! Plain HTTP on an address other than loopback gets a warning at start.
 
 mod edge_support;
 #[path = "edge_support/procs.rs"]
@@ -66,4 +67,31 @@ fn serve_help_explains_the_deployment_name() {
     for needle in ["--env <NAME>", "HERDR_EDGE_ENV", "edgeEnv", "production"] {
         assert!(help.contains(needle), "--help lacks {needle:?}:\n{help}");
     }
+}
+
+/// Tokens over plain HTTP on a reachable address: the edge still serves (a TLS
+/// proxy may sit in front), but says what that means and what to do.
+#[test]
+fn plain_http_on_a_non_loopback_address_is_warned_about() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let init = command(home).args(["edge", "init", "--edge-dir"]).arg(home.join("edge")).output().unwrap();
+    assert!(init.status.success(), "{}", String::from_utf8_lossy(&init.stderr));
+    let log_of = |listen: &str, name: &str| {
+        let addr_file = home.join(format!("{name}.addr"));
+        let log = home.join(format!("{name}.log"));
+        let mut serve = command(home);
+        serve
+            .args(["edge", "serve", "--issuer", "https://edge.example", "--listen", listen, "--edge-dir"])
+            .arg(home.join("edge"))
+            .arg("--addr-file")
+            .arg(&addr_file);
+        let _edge = procs::spawn_logged(&mut serve, &log);
+        procs::wait_until("the edge address file", || std::fs::read_to_string(&addr_file).ok());
+        std::fs::read_to_string(&log).unwrap()
+    };
+    let open = log_of("0.0.0.0:0", "open");
+    assert!(open.contains("warning: plain HTTP on 0.0.0.0") && open.contains("--tls-cert"), "{open}");
+    let loopback = log_of("127.0.0.1:0", "loopback");
+    assert!(!loopback.contains("warning"), "{loopback}");
 }

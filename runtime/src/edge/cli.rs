@@ -146,6 +146,14 @@ fn serve(args: EdgeServeArgs) -> anyhow::Result<()> {
         _ => None,
     };
     let scheme = if tls.is_some() { "https" } else { "http" };
+    // Only a warning: inside a container or a private network a proxy on another
+    // address may be the one that terminates TLS.
+    if tls.is_none() && !args.listen.ip().is_loopback() {
+        eprintln!(
+            "herdr-mcp edge: warning: plain HTTP on {}, not a loopback address: tokens and device secrets cross that network unencrypted unless a TLS proxy sits in front; else pass --tls-cert and --tls-key, or listen on 127.0.0.1",
+            args.listen
+        );
+    }
     let store = open_store(&args.state.resolve()?)?;
     let orphans = super::forward_pending::settle_orphans(&store)?;
     if orphans > 0 {
