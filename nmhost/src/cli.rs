@@ -41,7 +41,8 @@ struct Cli {
 
 #[derive(clap::Args, Debug)]
 struct Target {
-    /// chrome, chromium, brave, edge or all (default: all whose profile folder exists).
+    /// chrome, chromium, brave, edge or all (default: all; install writes only where the
+    /// browser's profile folder exists)
     #[arg(long, value_name = "BROWSER")]
     browser: Option<String>,
     /// A browser profile started with --user-data-dir=DIR: use DIR/NativeMessagingHosts.

@@ -118,6 +118,14 @@ fn help_explains_both_roles() {
     for needle in ["Native Messaging", "install --user-data-dir", "status", "uninstall", "HERDR_EXTENSION_IPC_SOCKET"] {
         assert!(text.contains(needle), "help lacks {needle:?}:\n{text}");
     }
+    // status and uninstall look at every browser by default, whether its folder exists or not
+    // (per_browser_folders_follow_xdg_config_home); only install skips the missing ones.
+    for sub in ["status", "uninstall"] {
+        let help = stdout(&run(&[sub, "--help"], tmp.path()));
+        assert!(help.contains("default: all; install writes only where"), "{sub} --help:\n{help}");
+    }
+    let rows = status_json(&[], tmp.path());
+    assert_eq!(rows.len(), 4, "status covers every browser: {rows:?}");
     // Without arguments there is nothing to do: usage on stderr, exit 2.
     assert_eq!(run(&[], tmp.path()).status.code(), Some(2));
 }
