@@ -232,6 +232,14 @@ fn host_name() -> Option<String> {
 pub fn parse_address(address: &str) -> anyhow::Result<(String, String)> {
     let bad = || anyhow::anyhow!("{address:?} is not a pairing address (expected https://<edge>/pair#pair_…)");
     let url = url::Url::parse(address).map_err(|_| bad())?;
+    // The same rule as the edge's --issuer: the code and the device secret never
+    // travel in clear beyond this computer. Checked before the code is asked for.
+    let loopback = matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
+    match url.scheme() {
+        "https" => {}
+        "http" if loopback => {}
+        _ => anyhow::bail!("{address:?}: an edge is reached over https (http only on this computer's loopback)"),
+    }
     let pairing_id = url.fragment().filter(|f| f.starts_with(super::pairing::PAIRING_PREFIX)).ok_or_else(bad)?.to_string();
     let base = url.path().strip_suffix("/pair").ok_or_else(bad)?;
     let origin = format!("{}{}", url.origin().ascii_serialization(), base);
@@ -389,6 +397,12 @@ mod tests {
         assert_eq!(parse_address(&format!("http://127.0.0.1:9/base/pair#{id}")).unwrap(), ("http://127.0.0.1:9/base".into(), id.clone()));
         for bad in ["https://e.example/pair", "https://e.example/x#pair_1", "nope", "https://e.example/pair#other"] {
             assert!(parse_address(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_address(&format!("http://localhost:9/pair#{id}")).unwrap().0, "http://localhost:9");
+        assert_eq!(parse_address(&format!("http://[::1]:9/pair#{id}")).unwrap().0, "http://[::1]:9");
+        for cleartext in [format!("http://e.example/pair#{id}"), format!("ftp://e.example/pair#{id}"), format!("http://10.0.0.1/pair#{id}")] {
+            let err = parse_address(&cleartext).unwrap_err().to_string();
+            assert!(err.contains("over https"), "{cleartext}: {err}");
         }
     }
 }
