@@ -411,35 +411,38 @@ async fn the_link_process_stops_on_a_wrong_credential() {
         .unwrap();
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("0600"));
 
-    // An edge address that is not http(s) is refused at once, even with no runtime
-    // to wait for (it used to wait for the runtime, retrying, before it looked).
+    // An edge address that is not https (http only on loopback: the secret rides in
+    // the upgrade) is refused at once, even with no runtime to wait for (it used to
+    // wait for the runtime, retrying, before it looked).
     std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_herdr-mcp"))
-        .args(["link", "--edge", "ftp://edge.example", "--workstation-id", "dev_one", "--credential-file"])
-        .arg(&file)
-        .arg("--socket")
-        .arg(loose.path().join("no-runtime.sock"))
-        .arg("--state-dir")
-        .arg(loose.path().join("state"))
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("link with an ftp:// edge kept running");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
-    assert_eq!(status.code(), Some(1), "{err}");
-    assert!(err.contains("ftp://edge.example") && err.contains("https://"), "{err}");
+    for edge in ["ftp://edge.example", "http://edge.example"] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_herdr-mcp"))
+            .args(["link", "--edge", edge, "--workstation-id", "dev_one", "--credential-file"])
+            .arg(&file)
+            .arg("--socket")
+            .arg(loose.path().join("no-runtime.sock"))
+            .arg("--state-dir")
+            .arg(loose.path().join("state"))
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("link with the edge {edge} kept running");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(status.code(), Some(1), "{err}");
+        assert!(err.contains(edge) && err.contains("https://"), "{err}");
+    }
 
     // Without flags, a computer that never ran `worker connect` is told so.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_herdr-mcp"))

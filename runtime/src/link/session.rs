@@ -54,6 +54,12 @@ pub(super) fn ws_url_of(edge: &str, workstation_id: &str) -> Result<String, Stri
     let rest = if let Some(r) = base.strip_prefix("https://") {
         format!("wss://{r}")
     } else if let Some(r) = base.strip_prefix("http://") {
+        // The device secret rides in the upgrade request: in clear only on loopback,
+        // the rule of the edge's own --issuer.
+        let host = url::Url::parse(base).ok().and_then(|u| u.host_str().map(str::to_string));
+        if !matches!(host.as_deref(), Some("127.0.0.1" | "localhost" | "[::1]")) {
+            return Err(format!("--edge {base:?}: http:// only for an edge on this computer (loopback); use https://"));
+        }
         format!("ws://{r}")
     } else {
         return Err(format!("--edge {base:?} must start with http:// or https://"));
