@@ -217,6 +217,7 @@ async fn several_projects_need_a_project_root_and_busy_projects_need_confirmatio
     let out = call(json!({"workspace": "w1", "command": "touch busy", "project_root": b.display().to_string()})).await;
     assert_eq!(out["reason"], "agent_working", "{out}");
     assert_eq!(out["working"], json!([{"pane": "p2", "agent": "claude"}]));
+    assert!(out["hint"].as_str().is_some_and(|h| h.contains("confirm_busy")), "{out}");
     assert!(!b.join("busy").exists());
     let out = call(json!({"workspace": "w1", "command": "touch busy", "project_root": b.display().to_string(), "confirm_busy": true})).await;
     assert_eq!(out["ok"], true, "{out}");

@@ -199,6 +199,7 @@ async fn start_refuses_non_roots_files_and_gated_roots() {
     let wr = Rig::with_policy(|p| p.with_write_roots(Some(vec![other.path().to_path_buf()])));
     let out = wr.call("herdr_exec_start", json!({"root": wr.root_str(), "command": "true"})).await;
     assert_eq!(out["reason"], "root_not_whitelisted", "{out}");
+    assert!(out["hint"].as_str().is_some_and(|h| h.contains("HERDR_MCP_WRITE_ROOTS")), "{out}");
 }
 
 #[tokio::test]

@@ -84,7 +84,10 @@ async fn every_tool_works_over_the_unix_socket() {
     let raw = call_tool_raw(&client, "herdr_fs_read", json!({"path": p(&root, ".env")})).await;
     assert_ne!(raw["isError"], true, "{raw}");
     refused(&common::payload_of(&raw), "secret_path_denied");
-    refused(&call_tool(&client, "herdr_fs_read", json!({"path": "/etc/passwd"})).await, "outside_managed_roots");
+    let outside = call_tool(&client, "herdr_fs_read", json!({"path": "/etc/passwd"})).await;
+    refused(&outside, "outside_managed_roots");
+    // The gate refusals tell the model what it can do instead (spec §2.1, §2.4).
+    assert!(outside["hint"].as_str().is_some_and(|h| h.contains("managed_roots")), "{outside}");
     refused(&call_tool(&client, "herdr_fs_write", json!({"path": p(&root, "out.txt"), "content": "x"})).await, "overwrite_confirmation_required");
     let r = call_tool(&client, "herdr_fs_edit", json!({"path": p(&root, "src/lib.rs"), "old_string": "    2", "new_string": "    3"})).await;
     refused(&r, "file_dirty_confirmation_required");
@@ -106,7 +109,9 @@ async fn readonly_mode_from_the_environment_blocks_every_mutation() {
     let root = canonical(&dir);
     let rt = Runtime::start(&[&root], &[("HERDR_MCP_READONLY", "1")]).await;
     let client = rt.client().await;
-    refused(&call_tool(&client, "herdr_fs_write", json!({"path": p(&root, "b.txt"), "content": "x"})).await, "readonly_mode");
+    let ro = call_tool(&client, "herdr_fs_write", json!({"path": p(&root, "b.txt"), "content": "x"})).await;
+    refused(&ro, "readonly_mode");
+    assert!(ro["hint"].as_str().is_some_and(|h| h.contains("HERDR_MCP_READONLY")), "{ro}");
     refused(&call_tool(&client, "herdr_fs_edit", json!({"path": p(&root, "a.txt"), "old_string": "one", "new_string": "1"})).await, "readonly_mode");
     let patch = "*** Begin Patch\n*** Add File: c.txt\n+c\n*** End Patch";
     refused(&call_tool(&client, "herdr_fs_patch", json!({"root": p(&root, ""), "patch": patch})).await, "readonly_mode");

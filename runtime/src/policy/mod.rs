@@ -176,7 +176,10 @@ impl Policy {
             return Err(Refusal::new(
                 "readonly_mode",
                 "this runtime runs in read-only mode (HERDR_MCP_READONLY=1); no file may be changed",
-                json!({"root": root.display().to_string()}),
+                json!({
+                    "root": root.display().to_string(),
+                    "hint": "Nothing can be changed here; read and report instead, or ask the user to restart herdr-mcp without HERDR_MCP_READONLY.",
+                }),
             ));
         }
         if let Some(write_roots) = &self.write_roots
@@ -188,6 +191,7 @@ impl Policy {
                 json!({
                     "root": root.display().to_string(),
                     "write_roots": write_roots.iter().map(|w| w.display().to_string()).collect::<Vec<_>>(),
+                    "hint": "Only projects inside write_roots may be changed; change one of those, or ask the user to add this root to HERDR_MCP_WRITE_ROOTS.",
                 }),
             ));
         }

@@ -22,6 +22,10 @@ use super::{Policy, Refusal};
 /// Longest path accepted, in bytes (Linux `PATH_MAX`).
 pub const MAX_PATH_BYTES: usize = 4096;
 
+/// What a model can do about a path outside every root (spec §2.1 gives the refusal a `hint`).
+pub const OUTSIDE_HINT: &str =
+    "Use a path inside one of managed_roots (herdr_inspect lists them); a file elsewhere is out of reach unless the user serves its project as a root.";
+
 /// An existing path inside a managed root.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resolved {
@@ -253,7 +257,7 @@ impl Policy {
         Refusal::new(
             "outside_managed_roots",
             format!("{raw} is outside every managed root"),
-            json!({"path": raw, "managed_roots": self.roots_json()}),
+            json!({"path": raw, "managed_roots": self.roots_json(), "hint": OUTSIDE_HINT}),
         )
     }
 

@@ -89,7 +89,11 @@ pub async fn busy_check(ctx: &ToolContext, root: &std::path::Path, confirm_busy:
     Err(ToolOutput::refusal(
         "agent_working",
         format!("an agent is working in {}; pass confirm_busy:true to run anyway", root.display()),
-        json!({"root": root.display().to_string(), "working": working}),
+        json!({
+            "root": root.display().to_string(),
+            "working": working,
+            "hint": "Wait until the agent is done (herdr_since shows it), or call again with confirm_busy:true if the user agrees to run it now.",
+        }),
     ))
 }
 

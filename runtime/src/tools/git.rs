@@ -132,7 +132,7 @@ fn diff_path(ctx: &ToolContext, root: &Path, raw: &str) -> Result<PathBuf, ToolO
         return Err(ToolOutput::refusal(
             "outside_managed_roots",
             format!("{raw} is outside the project {}", root.display()),
-            json!({"path": raw, "managed_roots": ctx.policy.roots_json()}),
+            json!({"path": raw, "managed_roots": ctx.policy.roots_json(), "hint": crate::policy::paths::OUTSIDE_HINT}),
         ));
     };
     if is_secret_path(rel) {
