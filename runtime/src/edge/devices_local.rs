@@ -76,11 +76,18 @@ pub fn load(path: &Path) -> Result<LocalDevice, LocalDeviceError> {
         }
         Err(e) => return Err(io(e.to_string())),
     };
+    if meta.is_dir() {
+        return Err(io(format!("is a directory; {PATH_ENV} and --device-file name the credential file itself")));
+    }
     if meta.permissions().mode() & 0o077 != 0 {
         return Err(io("is readable by others; it must be 0600".into()));
     }
     let text = fs::read_to_string(path).map_err(|e| io(e.to_string()))?;
-    serde_json::from_str(&text).map_err(|e| io(format!("is not a device credential: {e}")))
+    serde_json::from_str(&text).map_err(|e| {
+        io(format!(
+            "is damaged ({e}); move it aside and enroll again with a new pairing: `herdr-mcp worker connect <address> --recover <dev_id>` keeps this device's id"
+        ))
+    })
 }
 
 /// Writes a new credential (0600, via a temporary file and rename, so a crash never
@@ -146,6 +153,21 @@ mod tests {
         assert!(!format!("{:?}", sample()).contains("devsec_secret"));
         fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
         assert!(matches!(load(&path), Err(LocalDeviceError::Io { .. })));
+    }
+
+    #[test]
+    fn a_damaged_file_or_a_directory_says_what_to_do() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("state");
+        fs::create_dir(&dir).unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
+        let err = load(&dir).unwrap_err().to_string();
+        assert!(err.contains("is a directory") && err.contains(PATH_ENV), "{err}");
+        let path = dir.join(FILE);
+        fs::write(&path, "{\"edge_origin\": \"https://e.example\"").unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+        let err = load(&path).unwrap_err().to_string();
+        assert!(err.contains("is damaged") && err.contains("worker connect") && err.contains("--recover"), "{err}");
     }
 
     #[test]
