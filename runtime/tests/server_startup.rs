@@ -185,6 +185,21 @@ async fn roots_env_of_separators_alone_refuses_to_start() {
 }
 
 #[tokio::test]
+async fn a_damaged_state_database_in_a_chosen_state_dir_says_what_to_do() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let dir = short_tempdir();
+    let state = dir.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    std::fs::write(state.join("state.db"), "these bytes are no SQLite database header, whatever follows").unwrap();
+    let line = refusal(&Options {
+        extra_args: vec!["--state-dir".into(), state.display().to_string()],
+        ..with_root(&repo)
+    });
+    assert!(line.contains("state.db is damaged") && line.contains("move it aside"), "{line}");
+    assert_eq!(line.matches("not a database").count(), 1, "the cause once: {line}");
+}
+
+#[tokio::test]
 async fn log_file_receives_the_logs() {
     let repo = git_repo(&[("a.txt", "a\n")]);
     let dir = short_tempdir();

@@ -39,6 +39,8 @@ pub enum StateError {
     Dir(#[from] StateDirError),
     #[error("state database {path}: {source}")]
     Open { path: String, source: rusqlite::Error },
+    #[error("state database {path} is damaged ({cause}); move it aside (its exec records, idempotency ledger and kept link answers go with it) or use another --state-dir")]
+    Damaged { path: String, cause: rusqlite::Error },
     #[error("state database {path} has schema version {found}, newer than this herdr-mcp understands ({known}); upgrade herdr-mcp or use another --state-dir")]
     TooNew { path: String, found: i64, known: i64 },
     #[error("state database {path} has schema version {found}, which no herdr-mcp writes; move the file aside or use another --state-dir")]
@@ -61,8 +63,22 @@ impl StateDb {
     /// (0700), WAL is switched on and pending migrations run. `boot_id` identifies this
     /// process, so rows written by an earlier process can be told apart.
     pub fn open(dir: &Path, boot_id: &str) -> Result<StateDb, StateError> {
-        dir::ensure_private_dir(dir)?;
         let path = dir.join(DB_FILE);
+        Self::open_at(dir, path.clone(), boot_id).map_err(|e| {
+            let damage = |e: &rusqlite::Error| {
+                matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt))
+            };
+            match e {
+                StateError::Open { source, .. } | StateError::Sql(source) if damage(&source) => {
+                    StateError::Damaged { path: path.display().to_string(), cause: source }
+                }
+                other => other,
+            }
+        })
+    }
+
+    fn open_at(dir: &Path, path: PathBuf, boot_id: &str) -> Result<StateDb, StateError> {
+        dir::ensure_private_dir(dir)?;
         let open_err = |source| StateError::Open { path: path.display().to_string(), source };
         let mut conn = Connection::open(&path).map_err(open_err)?;
         // Several processes share this file (a runtime, a standalone `link`, a CLI
