@@ -62,8 +62,8 @@ Environment:
   HERDR_EXTENSION_IPC_SOCKET  socket path (same as --socket)
   HERDR_MCP_TOKEN             bearer for --listen (required with --listen)
   HERDR_MCP_ROOTS             managed roots, separated by ':' or ',' (when no --root is given)
-  HERDR_MCP_READONLY=1        refuse every change to the machine (0 or unset: allow changes;
-                              any other value stops the start)
+  HERDR_MCP_READONLY=1        refuse every change to the machine (unset, 0, false, no, off:
+                              allow changes; any other value stops the start)
   HERDR_MCP_WRITE_ROOTS       only these roots may be changed, ','-separated (default: all)
   HERDR_MCP_STATE_DIR         state database directory (same as --state-dir)
   HERDR_MCP_EXEC_BACKEND      how commands run: auto (default), native or utility_pane

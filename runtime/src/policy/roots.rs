@@ -3,9 +3,10 @@
 //! - Managed roots: `--root DIR` (repeatable) wins; else `HERDR_MCP_ROOTS`, a list
 //!   separated by `:` or `,` (either works, like `PATH` or a CSV); else the git
 //!   top-level of the working directory.
-//! - `HERDR_MCP_READONLY=1` turns on read-only mode; `0`, empty or unset leave it off.
-//!   Any other value (`true`, `yes`) stops the start: whoever set it surely meant
-//!   read-only, and silently serving read-write would betray that.
+//! - `HERDR_MCP_READONLY=1` turns on read-only mode; unset, empty, `0`, `false`, `no`
+//!   or `off` leave it off. Any other value (`true`, `yes`, a typo) stops the start:
+//!   the contract reads only `1` as read-only, yet whoever wrote `true` surely meant
+//!   it, and silently serving read-write would betray that.
 //! - `HERDR_MCP_WRITE_ROOTS`: comma-separated; empty or unset means every managed root.
 //!
 //! A root must be an existing directory and is never `/`, `$HOME` nor a parent of
@@ -84,15 +85,19 @@ pub fn build(s: &Settings<'_>) -> Result<Policy, PolicyError> {
     Ok(Policy::assemble(deepest_first(roots), readonly, write_roots, relative_base))
 }
 
-/// `HERDR_MCP_READONLY`: `1` is on; `0`, empty or unset is off; anything else is refused.
+/// `HERDR_MCP_READONLY`: `1` is on; unset, empty, `0`, `false`, `no` or `off` (any
+/// case) is off; anything else is refused.
 fn readonly_mode(value: Option<&str>) -> Result<bool, PolicyError> {
-    match value.map(str::trim) {
-        Some("1") => Ok(true),
-        None | Some("" | "0") => Ok(false),
-        Some(other) => Err(invalid(format!(
-            "HERDR_MCP_READONLY={other:?} is not understood: set it to 1 for read-only mode, or to 0 (or unset it) to allow changes"
-        ))),
+    let Some(value) = value.map(str::trim) else { return Ok(false) };
+    if value == "1" {
+        return Ok(true);
     }
+    if ["", "0", "false", "no", "off"].iter().any(|off| value.eq_ignore_ascii_case(off)) {
+        return Ok(false);
+    }
+    Err(invalid(format!(
+        "HERDR_MCP_READONLY={value:?} is not understood: set it to 1 for read-only mode, or to 0 (or unset it) to allow changes"
+    )))
 }
 
 /// Sorts roots so that a path is matched by its innermost root first.
@@ -188,15 +193,16 @@ mod tests {
     }
 
     #[test]
-    fn readonly_is_one_zero_or_unset_and_anything_else_is_refused() {
+    fn readonly_is_one_or_an_off_word_and_anything_else_is_refused() {
         let tmp = tempfile::tempdir().unwrap();
         let cli = [tmp.path().to_path_buf()];
-        for (value, on) in [(None, false), (Some(""), false), (Some("0"), false), (Some("1"), true), (Some(" 1 "), true)] {
+        let off = [None, Some(""), Some("0"), Some("false"), Some("No"), Some("OFF")].map(|v| (v, false));
+        for (value, on) in off.into_iter().chain([(Some("1"), true), (Some(" 1 "), true)]) {
             let mut s = settings(&cli, tmp.path(), None);
             s.readonly = value;
             assert_eq!(build(&s).unwrap().readonly, on, "{value:?}");
         }
-        for value in ["true", "yes", "on", "2", "false"] {
+        for value in ["true", "yes", "on", "2", "TRUE", "1x"] {
             let mut s = settings(&cli, tmp.path(), None);
             s.readonly = Some(value);
             let err = build(&s).unwrap_err().to_string();
