@@ -10,7 +10,12 @@ target="${CARGO_TARGET_DIR:-$here/target}"
 # The extension needs wasm32 + wasm-bindgen-cli (installed here if missing); without
 # them the runtime still starts.
 if "$here/scripts/wasm-toolchain.sh" && "$here/scripts/build-extension.sh"; then
-  "$target/release/herdr-nmhost" install
+  # A browser never started yet has no profile folder to register with; that must not
+  # stop the runtime from serving.
+  if ! "$target/release/herdr-nmhost" install; then
+    echo "run.sh: the native host is not registered yet; start the browser once, then run:" >&2
+    echo "  $target/release/herdr-nmhost install   (or: install --browser chrome)" >&2
+  fi
   echo
   echo "Browser extension: open chrome://extensions, switch on Developer mode, click \"Load unpacked\""
   echo "and choose $here/dist/extension (id $(grep -o '[a-p]\{32\}' "$here/extension-shell/EXTENSION_ID.md" | head -1))."
