@@ -3,7 +3,7 @@
 //! prompt) enrolls a first computer, which then `worker pair`s a second one;
 //! `device list`, `worker rename`, `worker revoke --confirm`, and the revoked
 //! computer's credential refused afterwards; last, `worker connect --recover`
-//! re-keys the first computer's device.
+//! re-keys the first computer's device. Every positional argument is explained in `--help`.
 
 #[path = "edge_support/procs.rs"]
 mod procs;
@@ -125,4 +125,34 @@ fn pairing_enrollment_and_revocation_with_real_processes() {
     let now = run(&home, &["device", "list", "--json"], &recovered);
     assert!(now.status.success(), "{}", String::from_utf8_lossy(&now.stderr));
     assert_eq!(serde_json::from_slice::<Value>(&now.stdout).unwrap()["devices"].as_array().unwrap().len(), 2);
+}
+
+/// Every positional argument of the device and connector commands says in `--help`
+/// what to pass (an id from which list, which name rule), not just its bare name.
+#[test]
+fn every_positional_argument_is_explained_in_help() {
+    let home = tempfile::tempdir().unwrap();
+    let commands: &[&[&str]] = &[
+        &["worker", "connect"],
+        &["worker", "rename"],
+        &["worker", "revoke"],
+        &["device", "rename"],
+        &["device", "revoke"],
+        &["device", "suspend"],
+        &["device", "resume"],
+        &["connector", "approve"],
+        &["connector", "revoke"],
+        &["connector", "revoke-client"],
+        &["connector", "cancel"],
+    ];
+    for args in commands {
+        let out = command(home.path()).args(*args).arg("--help").output().unwrap();
+        assert!(out.status.success(), "{args:?}");
+        let help = String::from_utf8_lossy(&out.stdout).to_string();
+        let section = help.split("Arguments:\n").nth(1).unwrap_or_else(|| panic!("{args:?} has no Arguments:\n{help}"));
+        for line in section.lines().take_while(|l| !l.trim().is_empty()) {
+            let described = line.trim().split_once('>').is_some_and(|(_, rest)| !rest.trim().is_empty());
+            assert!(described, "{args:?}: argument without a description: {line:?}\n{help}");
+        }
+    }
 }

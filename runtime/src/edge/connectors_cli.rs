@@ -51,6 +51,7 @@ pub struct EdgeAccess {
 pub enum ConnectorCommand {
     /// Approve a pending connection; asks for the 6-digit code on the terminal.
     Approve {
+        /// The request id the sign-in page shows
         request_id: String,
         /// The local runtime's Unix socket to check first [default: as `serve`]
         #[arg(long, value_name = "PATH", env = crate::server::config::SOCKET_ENV)]
@@ -69,6 +70,7 @@ pub enum ConnectorCommand {
     },
     /// Revoke a connector: its tokens stop working on the next request.
     Revoke {
+        /// The connector (conn_…), as `connector list` shows it
         connector_id: String,
         /// Required: revocation cannot be undone
         #[arg(long)]
@@ -89,6 +91,7 @@ pub enum ConnectorCommand {
     },
     /// Withdraw a pending (or approved but unused) connection request.
     Cancel {
+        /// The request id the sign-in page shows
         request_id: String,
         #[command(flatten)]
         edge: EdgeAccess,

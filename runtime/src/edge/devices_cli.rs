@@ -69,12 +69,14 @@ pub enum WorkerCommand {
     },
     /// Rename this device.
     Rename {
+        /// The new name: 1 to 64 characters
         name: String,
         #[command(flatten)]
         device: DeviceFileArgs,
     },
     /// Revoke a device by id for good; its link is closed and it cannot reconnect.
     Revoke {
+        /// The device's immutable id (dev_…), as `device list` shows it
         device_id: String,
         /// Required: revocation cannot be undone
         #[arg(long)]
@@ -96,6 +98,7 @@ pub enum DeviceCommand {
     },
     /// Rename this device (same as `worker rename`).
     Rename {
+        /// The new name: 1 to 64 characters
         name: String,
         #[command(flatten)]
         device: DeviceFileArgs,
