@@ -69,6 +69,9 @@ Environment:
   HERDR_MCP_EXEC_BACKEND      how commands run: auto (default), native or utility_pane
   HERDR_SOCKET_PATH           Herdr's socket (default: Herdr's own, ~/.config/herdr/herdr.sock);
                               Herdr is optional, without it its tools say herdr_unavailable
+  HERDR_MCP_AGENT_ALLOW       Herdr agents the tools show, ','-separated names, or all
+                              (default: pi, cline, opencode, anti, droid, grok; others are hidden)
+  HERDR_BIN_PATH              the herdr CLI, for herdr_methods and herdr_call (default: on PATH)
   HERDR_LINK_CA_FILE          extra CA certificate (PEM) the --link trusts for its edge
   HERDR_MCP_LOG / RUST_LOG    log filter (default: info)
 

@@ -233,7 +233,9 @@ fn serve_help_explains_defaults_and_environment() {
     let out = std::process::Command::new(common::BIN).args(["serve", "--help"]).output().unwrap();
     assert!(out.status.success());
     let help = String::from_utf8(out.stdout).unwrap();
-    for needle in ["--socket", "--listen", "--root", "--log-file", "extension.sock", "HERDR_MCP_TOKEN", "HERDR_EXTENSION_IPC_SOCKET", "HERDR_MCP_ROOTS", "HERDR_MCP_WRITE_ROOTS", "','-separated", "HERDR_MCP_EXEC_BACKEND", "HERDR_SOCKET_PATH", "0600", "SIGTERM"] {
+    for needle in ["--socket", "--listen", "--root", "--log-file", "extension.sock", "HERDR_MCP_TOKEN", "HERDR_EXTENSION_IPC_SOCKET", "HERDR_MCP_ROOTS", "HERDR_MCP_WRITE_ROOTS", "','-separated", "HERDR_MCP_EXEC_BACKEND", "HERDR_SOCKET_PATH", "HERDR_MCP_AGENT_ALLOW", "HERDR_BIN_PATH", "0600", "SIGTERM"] {
         assert!(help.contains(needle), "help lacks {needle}:\n{help}");
     }
+    let allow = herdr_mcp::herdr::visibility::DEFAULT_ALLOW.join(", ");
+    assert!(help.contains(&format!("(default: {allow};")), "help names another default agent list than {allow}:\n{help}");
 }
