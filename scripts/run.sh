@@ -14,7 +14,7 @@ if "$here/scripts/wasm-toolchain.sh" && "$here/scripts/build-extension.sh"; then
   # stop the runtime from serving.
   if ! "$target/release/herdr-nmhost" install; then
     echo "run.sh: the native host is not registered yet; start the browser once, then run:" >&2
-    echo "  $target/release/herdr-nmhost install   (or: install --browser chrome)" >&2
+    echo "  $target/release/herdr-nmhost install" >&2
   fi
   echo
   echo "Browser extension: open chrome://extensions, switch on Developer mode, click \"Load unpacked\""

@@ -198,7 +198,9 @@ fn locations_for(target: &Target, for_writing: bool) -> Result<Vec<Location>> {
     let present: Vec<Location> =
         all.into_iter().filter(|l| l.dir.parent().is_some_and(|p| p.is_dir())).collect();
     if present.is_empty() {
-        bail!("no Chrome, Chromium, Brave or Edge profile folder found; name one with --browser or --user-data-dir");
+        bail!(
+            "no Chrome, Chromium, Brave or Edge profile folder found: start the browser once, or name it with --browser chrome|chromium|brave|edge (or --user-data-dir DIR)"
+        );
     }
     Ok(present)
 }

@@ -67,9 +67,13 @@ fn install_status_uninstall_into_a_user_data_dir() {
 fn per_browser_folders_follow_xdg_config_home() {
     let tmp = tempfile::tempdir().unwrap();
     // With no browser profile folder at all, a default install refuses instead of guessing.
-    let o = run(&["install"], tmp.path());
-    assert_eq!(o.status.code(), Some(1), "{o:?}");
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--browser"));
+    // `--browser all` means the same: every browser that is there.
+    for args in [&["install"][..], &["install", "--browser", "all"]] {
+        let o = run(args, tmp.path());
+        assert_eq!(o.status.code(), Some(1), "{o:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("start the browser once") && err.contains("--browser chrome"), "{args:?}: {err}");
+    }
 
     // An explicit browser is installed even before its first start.
     assert!(run(&["install", "--browser", "brave"], tmp.path()).status.success());
