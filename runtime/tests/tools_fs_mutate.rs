@@ -22,6 +22,19 @@ fn edit_replaces_a_unique_string_atomically() {
 }
 
 #[test]
+fn edit_takes_an_old_string_of_any_size_the_body_limit_allows() {
+    // 600 KiB: as an escaped regex this passed the compiled-size limit and panicked.
+    let big = "line of text\n".repeat(600 * 1024 / 13);
+    let text = format!("head\n{big}tail\n");
+    let repo = Repo::with_files(&[("big.txt", text.as_str())]);
+    let r = call(&repo.ctx(), "herdr_fs_edit", json!({"path": repo.p("big.txt"), "old_string": big, "new_string": "middle\n"}));
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(repo.read("big.txt"), b"head\nmiddle\ntail\n");
+    let r = call(&repo.ctx(), "herdr_fs_edit", json!({"path": repo.p("big.txt"), "old_string": format!("{big}x"), "new_string": ""}));
+    assert_reason(&r, "old_string_not_found");
+}
+
+#[test]
 fn edit_errors() {
     let repo = Repo::with_files(&[("a.txt", "x x\n"), ("d/f", "")]);
     let ctx = repo.ctx();
@@ -29,6 +42,11 @@ fn edit_errors() {
     let r = call(&ctx, "herdr_fs_edit", json!({"path": repo.p("a.txt"), "old_string": "x", "new_string": "z"}));
     assert_reason(&r, "old_string_not_unique");
     assert_eq!(r["occurrences"], 2);
+    // Occurrences do not overlap: "xx" occurs once in "xxx".
+    let repo3 = Repo::with_files(&[("b.txt", "xxx\n")]);
+    let r = call(&repo3.ctx(), "herdr_fs_edit", json!({"path": repo3.p("b.txt"), "old_string": "xx", "new_string": "y"}));
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(repo3.read("b.txt"), b"yx\n");
     assert_code(&call(&ctx, "herdr_fs_edit", json!({"path": repo.p("a.txt"), "old_string": "", "new_string": "z"})), "invalid_params");
     assert_reason(&call(&ctx, "herdr_fs_edit", json!({"path": repo.p("d"), "old_string": "a", "new_string": "z"})), "not_a_file");
     assert_reason(&call(&ctx, "herdr_fs_edit", json!({"path": repo.p("nope"), "old_string": "a", "new_string": "z"})), "not_found");

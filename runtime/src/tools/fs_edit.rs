@@ -1,6 +1,6 @@
 //! `herdr_fs_edit`: replace one exact, unique piece of text in an existing file.
 
-use regex::bytes::Regex;
+use memchr::memmem;
 use serde_json::{Map, Value, json};
 
 use super::common::{bool_arg, commit_refusal, object_schema, path_refusal, path_schema, req_str};
@@ -56,12 +56,14 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
         Ok(bytes) => bytes,
         Err(e) => return path_refusal("read_failed", path, format!("cannot read {}: {e}", path.display())),
     };
-    let old = req_str(args, "old_string");
-    let finder = Regex::new(&regex::escape(old)).expect("an escaped literal is a valid regex");
-    let occurrences = finder.find_iter(&before).count();
-    if occurrences == 0 {
+    let old = req_str(args, "old_string").as_bytes();
+    // A plain substring search: a regex of the escaped text has a compiled-size
+    // limit that an old_string of a few hundred KiB exceeds.
+    let mut found = memmem::find_iter(&before, old);
+    let Some(at) = found.next() else {
         return path_refusal("old_string_not_found", path, format!("old_string does not occur in {}", path.display()));
-    }
+    };
+    let occurrences = 1 + found.count();
     if occurrences > 1 {
         return ToolOutput::refusal(
             "old_string_not_unique",
@@ -72,7 +74,7 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
     if let Err(out) = check_dirty(root, std::slice::from_ref(path), bool_arg(args, "confirm_dirty", false)) {
         return out;
     }
-    let after = finder.replace(&before, regex::bytes::NoExpand(req_str(args, "new_string").as_bytes())).into_owned();
+    let after = [&before[..at], req_str(args, "new_string").as_bytes(), &before[at + old.len()..]].concat();
     if let Err(e) = commit(&[Change::Replace { path: path.clone(), bytes: after.clone() }]) {
         return commit_refusal(path, e);
     }
