@@ -7,7 +7,8 @@
 //!   or `off` leave it off. Any other value (`true`, `yes`, a typo) stops the start:
 //!   the contract reads only `1` as read-only, yet whoever wrote `true` surely meant
 //!   it, and silently serving read-write would betray that.
-//! - `HERDR_MCP_WRITE_ROOTS`: comma-separated; empty or unset means every managed root.
+//! - `HERDR_MCP_WRITE_ROOTS`: comma-separated; empty or unset means every managed root,
+//!   a list of commas alone is refused (as `HERDR_MCP_ROOTS` of separators alone is).
 //!
 //! A root must be an existing directory and is never `/`, `$HOME` nor a parent of
 //! `$HOME`: serving a whole disk or home directory would expose far more than one
@@ -72,6 +73,12 @@ pub fn build(s: &Settings<'_>) -> Result<Policy, PolicyError> {
     let relative_base = roots.first().cloned();
     let write_roots = match s.write_roots.filter(|v| !v.trim().is_empty()) {
         None => None,
+        // Only commas: an empty list would refuse every change, the opposite of "unset".
+        Some(list) if split_list(list, &[',']).next().is_none() => {
+            return Err(invalid(format!(
+                "HERDR_MCP_WRITE_ROOTS={list:?} names no directory; list the writable directories separated by ',', or unset it"
+            )));
+        }
         Some(list) => Some(
             split_list(list, &[','])
                 .map(|w| {
@@ -252,6 +259,9 @@ mod tests {
         assert_eq!(build(&s).unwrap().write_roots, Some(vec![tmp.path().canonicalize().unwrap()]));
         s.write_roots = Some("/definitely/not/here");
         assert!(build(&s).unwrap_err().to_string().contains("HERDR_MCP_WRITE_ROOTS"));
+        s.write_roots = Some(" , ,");
+        let err = build(&s).unwrap_err().to_string();
+        assert!(err.contains("HERDR_MCP_WRITE_ROOTS") && err.contains("names no directory"), "{err}");
     }
 
     #[test]
