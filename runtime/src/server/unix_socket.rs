@@ -16,7 +16,7 @@ pub enum BindError {
     NotASocket(PathBuf),
     #[error("another server is already accepting connections on {0}; stop it first or pick another --socket")]
     InUse(PathBuf),
-    #[error("socket directory {0} is a symlink; refusing to use it")]
+    #[error("socket directory {0} is a symlink; refusing to use it (pick a --socket in a real directory)")]
     ParentSymlink(PathBuf),
     /// The cause is part of this one line and deliberately not an error `source`:
     /// `{:#}` would print it a second time.
@@ -166,5 +166,6 @@ mod tests {
         std::os::unix::fs::symlink(dir.path().join("real"), dir.path().join("link")).unwrap();
         let err = bind(&dir.path().join("link").join("s.sock")).unwrap_err();
         assert!(matches!(err, BindError::ParentSymlink(_)), "{err}");
+        assert!(err.to_string().contains("--socket"), "the refusal says what to do: {err}");
     }
 }
