@@ -161,6 +161,7 @@ async fn unknown_method_is_method_not_found() {
     let resp = rt.post_json(&json!({"jsonrpc": "2.0", "id": 9, "method": "no/such"})).await;
     let body: Value = resp.json();
     assert_eq!(body["error"]["code"], -32601, "{body}");
+    assert_eq!(body["error"]["message"], "Method not found: no/such", "{body}");
     assert_eq!(body["id"], 9);
 }
 

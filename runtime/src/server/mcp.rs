@@ -5,8 +5,9 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InitializeResult,
-    ListToolsResult, MetaObject, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode,
+    Implementation, InitializeResult, ListToolsResult, MetaObject, PaginatedRequestParams, ProtocolVersion,
+    ServerCapabilities, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -122,6 +123,16 @@ impl ServerHandler for McpHandler {
         let arguments = request.arguments.map(Value::Object);
         let output = self.state.registry.call(&self.state.ctx, &request.name, arguments).await;
         Ok(CallToolResponse::Complete(to_call_result(output)))
+    }
+
+    /// rmcp's default answers with the bare method name as the message; the spec's
+    /// text says what happened, the method says to what.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        Err(McpError::new(ErrorCode::METHOD_NOT_FOUND, format!("Method not found: {}", request.method), None))
     }
 }
 
