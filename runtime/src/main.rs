@@ -73,7 +73,7 @@ Environment:
                               (default: pi, cline, opencode, anti, droid, grok; others are hidden)
   HERDR_BIN_PATH              the herdr CLI, for herdr_methods and herdr_call (default: on PATH)
   HERDR_LINK_CA_FILE          extra CA certificate (PEM) the --link trusts for its edge
-  HERDR_MCP_LOG / RUST_LOG    log filter (default: info)
+  HERDR_MCP_LOG / RUST_LOG    log filter (default: info,rmcp=warn)
 
 Stops cleanly on SIGINT/SIGTERM and removes its socket.";
 

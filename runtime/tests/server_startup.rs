@@ -228,6 +228,57 @@ async fn logs_to_a_pipe_or_file_carry_no_colour_escapes() {
     assert!(!text.contains("=None") && !text.contains("Some("), "{text}");
 }
 
+#[tokio::test]
+async fn the_default_log_level_leaves_out_rmcps_session_dump() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let dir = short_tempdir();
+    let socket = dir.path().join("s.sock");
+    let log = dir.path().join("stderr.log");
+    // No HERDR_MCP_LOG nor RUST_LOG (the harness sets one): the default filter applies.
+    let mut child = std::process::Command::new(common::BIN)
+        .args(["serve", "--socket"])
+        .arg(&socket)
+        .arg("--root")
+        .arg(repo.path())
+        .env_remove("HERDR_MCP_LOG")
+        .env_remove("RUST_LOG")
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while common::raw_unix(&socket, "GET", "/health", &[], None).await.map(|r| r.status).ok() != Some(200) {
+        assert!(std::time::Instant::now() < deadline, "no answer on {}", socket.display());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // A session: initialize, initialized, then a call that needs the session running.
+    let post = |body: serde_json::Value, session: Option<String>| {
+        let socket = socket.clone();
+        async move {
+            let mut headers = vec![("content-type", "application/json".to_string()), ("accept", "application/json, text/event-stream".to_string())];
+            if let Some(s) = session {
+                headers.push(("mcp-session-id", s));
+            }
+            let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            common::raw_unix(&socket, "POST", "/mcp", &headers, Some(body.to_string().as_bytes())).await.unwrap()
+        }
+    };
+    let init = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let r = post(init, None).await;
+    let session = r.headers.get("mcp-session-id").map(|v| v.to_str().unwrap().to_string());
+    assert!(session.is_some(), "no session: {}", r.text());
+    post(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}), session.clone()).await;
+    let listed = post(serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}), session).await;
+    assert!(listed.text().contains("herdr_fs_read"), "{}", listed.text());
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert!(child.wait().unwrap().success());
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("herdr-mcp serving"), "{text}");
+    assert!(!text.contains("InitializeRequestParams"), "a Debug dump of the client's request in the log: {text}");
+}
+
 #[test]
 fn serve_help_explains_defaults_and_environment() {
     let out = std::process::Command::new(common::BIN).args(["serve", "--help"]).output().unwrap();

@@ -71,6 +71,11 @@ async fn tcp_refuses_non_loopback_host_and_origin() {
     // Even /health is refused to a rebinding page.
     let resp = rt.raw_tcp("GET", "/health", &[("host", "evil.example")], None).await;
     assert_eq!(resp.status, 403);
+    // The log names the refused values as text, not as Rust's Some("…").
+    let log = rt.stderr();
+    let refusals: Vec<&str> = log.lines().filter(|l| l.contains("refused non-loopback Host/Origin")).collect();
+    assert!(refusals.iter().any(|l| l.contains("host=evil.example ")), "{log}");
+    assert!(refusals.iter().all(|l| !l.contains("Some(")), "{refusals:?}");
 }
 
 #[tokio::test]

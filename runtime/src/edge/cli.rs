@@ -166,7 +166,7 @@ fn serve(args: EdgeServeArgs) -> anyhow::Result<()> {
     let router = LinkRouter::new(Arc::clone(&hub), Arc::clone(&store), catalog);
     let state = Arc::new(EdgeState { config, store, router: Arc::new(router), devices, allow_loopback_cimd: false });
     let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(crate::server::logging::stderr_wants_colour()).with_env_filter(
-        tracing_subscriber::EnvFilter::try_from_env("HERDR_MCP_LOG").unwrap_or_else(|_| "info".into()),
+        tracing_subscriber::EnvFilter::try_from_env("HERDR_MCP_LOG").unwrap_or_else(|_| crate::server::logging::DEFAULT_FILTER.into()),
     ).try_init();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -197,7 +197,7 @@ pub fn run_link(args: LinkArgs) -> anyhow::Result<()> {
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(crate::server::logging::stderr_wants_colour())
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("HERDR_MCP_LOG").unwrap_or_else(|_| "info".into()))
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("HERDR_MCP_LOG").unwrap_or_else(|_| crate::server::logging::DEFAULT_FILTER.into()))
         .try_init();
     if let Some(claim) = &state {
         tracing::info!(state_db = %claim.db_path().display(), "answers to changes are kept on disk until the edge has them");

@@ -70,7 +70,8 @@ fn host_ok(headers: &HeaderMap) -> bool {
 pub async fn guard(State(guard): State<TcpGuard>, request: Request, next: Next) -> Response<Body> {
     let headers = request.headers();
     if !host_ok(headers) || !origin_ok(headers) {
-        tracing::warn!(host = ?headers.get(header::HOST), origin = ?headers.get(header::ORIGIN), "refused non-loopback Host/Origin");
+        let text = |name| headers.get(name).map_or("(none)", |v: &header::HeaderValue| v.to_str().unwrap_or("(not text)"));
+        tracing::warn!(host = %text(header::HOST), origin = %text(header::ORIGIN), "refused non-loopback Host/Origin");
         return jsonrpc::error_response(
             StatusCode::FORBIDDEN,
             jsonrpc::SERVER_ERROR,

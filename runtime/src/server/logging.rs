@@ -1,5 +1,5 @@
 //! `tracing` output: stderr by default, or appended to `--log-file`. The level
-//! comes from `HERDR_MCP_LOG` (or `RUST_LOG`), default `info`.
+//! comes from `HERDR_MCP_LOG` (or `RUST_LOG`), default [`DEFAULT_FILTER`].
 
 use std::fs::OpenOptions;
 use std::path::Path;
@@ -7,12 +7,17 @@ use std::sync::Mutex;
 
 use tracing_subscriber::EnvFilter;
 
+/// The filter without `HERDR_MCP_LOG`/`RUST_LOG`: our own info lines, and rmcp only
+/// from warnings up, since its info line at each session start is a Debug dump of
+/// the client's whole initialize request.
+pub const DEFAULT_FILTER: &str = "info,rmcp=warn";
+
 pub fn init(log_file: Option<&Path>) -> Result<(), String> {
     let filter = std::env::var("HERDR_MCP_LOG")
         .ok()
         .or_else(|| std::env::var("RUST_LOG").ok())
         .and_then(|spec| EnvFilter::try_new(spec).ok())
-        .unwrap_or_else(|| EnvFilter::new("info"));
+        .unwrap_or_else(|| EnvFilter::new(DEFAULT_FILTER));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
     let result = match log_file {
         Some(path) => {
