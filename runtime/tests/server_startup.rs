@@ -144,6 +144,19 @@ async fn tcp_without_token_refuses_to_start() {
 }
 
 #[tokio::test]
+async fn a_token_no_header_can_carry_refuses_to_start() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let addr = common::free_loopback_addr().to_string();
+    // As `HERDR_MCP_TOKEN="$(cat token.txt) "` or a pasted line end would leave it.
+    let line = refusal(&Options {
+        extra_args: vec!["--listen".into(), addr],
+        env: vec![("HERDR_MCP_TOKEN".into(), "secret\n".into())],
+        ..with_root(&repo)
+    });
+    assert!(line.contains("HERDR_MCP_TOKEN") && line.contains("printable ASCII"), "{line}");
+}
+
+#[tokio::test]
 async fn non_loopback_listen_refuses_to_start() {
     let repo = git_repo(&[("a.txt", "a\n")]);
     let options = Options {

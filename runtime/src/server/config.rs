@@ -22,6 +22,8 @@ pub enum ConfigError {
     NotLoopback(SocketAddr),
     #[error("--listen needs a bearer token: set {TOKEN_ENV} to a secret string before starting TCP")]
     MissingToken,
+    #[error("{TOKEN_ENV} must be printable ASCII with no spaces at either end: no Authorization header could carry it, so every TCP request would be refused")]
+    UnusableToken,
     #[error("socket path {path} is {len} bytes long; Unix sockets allow at most {MAX_SOCKET_PATH_BYTES}")]
     SocketPathTooLong { path: String, len: usize },
 }
@@ -82,6 +84,10 @@ pub fn resolve(
                 return Err(ConfigError::NotLoopback(addr));
             }
             let token = token.filter(|t| !t.trim().is_empty()).ok_or(ConfigError::MissingToken)?;
+            // A client's header value is trimmed and must be visible ASCII (or spaces).
+            if token.trim() != token || !token.chars().all(|c| c == ' ' || c.is_ascii_graphic()) {
+                return Err(ConfigError::UnusableToken);
+            }
             Some(TcpConfig { addr, token })
         }
     };
@@ -119,6 +125,13 @@ mod tests {
             resolve(sock.clone(), Some(any), Some("t".into()), None, None),
             Err(ConfigError::NotLoopback(_))
         ));
+        for unusable in ["secret\n", " secret", "se\tcret", "sécret"] {
+            assert!(
+                matches!(resolve(sock.clone(), Some(lo), Some(unusable.into()), None, None), Err(ConfigError::UnusableToken)),
+                "{unusable:?}"
+            );
+        }
+        assert!(resolve(sock.clone(), Some(lo), Some("two words".into()), None, None).is_ok());
         let v6: SocketAddr = "[::1]:1".parse().unwrap();
         assert!(resolve(sock.clone(), Some(v6), Some("t".into()), None, None).unwrap().tcp.is_some());
         assert!(resolve(sock, None, None, None, None).unwrap().tcp.is_none());
