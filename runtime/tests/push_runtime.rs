@@ -109,6 +109,12 @@ async fn runtime_serves_push_and_herdr_tools_from_a_live_herdr() {
     let inspect = call_tool(&client, "herdr_inspect", json!({})).await;
     assert_eq!(inspect["mode"], "herdr");
     assert_eq!(inspect["workspaces"][0]["projects"][0]["managed"], true);
+    // The agent still works in the repo: a file change there needs confirm_busy.
+    let path = repo.path().join("b.txt").display().to_string();
+    let refused = call_tool(&client, "herdr_fs_write", json!({"path": path, "content": "b"})).await;
+    assert_eq!(refused["reason"], "agent_working", "{refused}");
+    let written = call_tool(&client, "herdr_fs_write", json!({"path": path, "content": "b", "confirm_busy": true})).await;
+    assert_eq!(written["warnings"]["working"][0]["pane"], "w1:p1", "{written}");
 }
 
 #[tokio::test]

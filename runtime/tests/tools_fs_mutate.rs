@@ -170,3 +170,57 @@ fn a_broken_repository_is_git_status_failed_not_a_silent_write() {
     let r = call(&ctx, "herdr_fs_edit", json!({"path": repo.p("a.txt"), "old_string": "one", "new_string": "1", "confirm_dirty": true}));
     assert_eq!(r["ok"], true, "{r}");
 }
+
+/// Herdr shows an agent working in the one project of the repo.
+struct BusyProject(std::path::PathBuf);
+
+impl herdr_mcp::exec::workspaces::WorkspaceSource for BusyProject {
+    fn workspaces(&self) -> herdr_mcp::tools::BoxFuture<Vec<herdr_mcp::exec::workspaces::Workspace>> {
+        let w = herdr_mcp::exec::workspaces::Workspace { id: "w1".into(), label: "main".into(), roots: vec![self.0.clone()] };
+        Box::pin(async move { vec![w] })
+    }
+    fn working_agents(&self, root: std::path::PathBuf) -> herdr_mcp::tools::BoxFuture<Vec<serde_json::Value>> {
+        let busy = root == self.0;
+        Box::pin(async move { if busy { vec![json!({"pane": "w1:p1", "agent": "pi"})] } else { vec![] } })
+    }
+}
+
+/// Spec §2.4 step 3 holds for the file tools as for exec: an agent working in the
+/// project refuses the change unless confirm_busy, which reports it as a warning.
+#[test]
+fn an_agent_working_in_the_project_needs_confirm_busy() {
+    let repo = Repo::with_files(&[("a.txt", "one\n")]);
+    let mut ctx = herdr_mcp::tools::ToolContext::new(herdr_mcp::runtime_info::RuntimeInfo::new(), repo.policy());
+    ctx.services.workspaces = Some(std::sync::Arc::new(BusyProject(repo.root.clone())));
+    let ctx = std::sync::Arc::new(ctx);
+    let patch = "*** Begin Patch\n*** Update File: a.txt\n@@\n-one\n+three\n*** End Patch";
+    let calls = [
+        ("herdr_fs_write", json!({"path": repo.p("new.txt"), "content": "x"})),
+        ("herdr_fs_edit", json!({"path": repo.p("a.txt"), "old_string": "one", "new_string": "two"})),
+        ("herdr_fs_patch", json!({"root": repo.p(""), "patch": patch})),
+    ];
+    for (tool, args) in &calls {
+        let r = call(&ctx, tool, args.clone());
+        assert_reason(&r, "agent_working");
+        assert_eq!(r["working"], json!([{"pane": "w1:p1", "agent": "pi"}]), "{tool}: {r}");
+        assert!(r["hint"].as_str().is_some_and(|h| h.contains("confirm_busy")), "{tool}: {r}");
+    }
+    assert!(!repo.path("new.txt").exists());
+    assert_eq!(repo.read("a.txt"), b"one\n");
+    // A dry run changes nothing: the agent is only reported.
+    let r = call(&ctx, "herdr_fs_patch", json!({"root": repo.p(""), "patch": patch, "dry_run": true}));
+    assert_eq!((r["ok"].clone(), r["warnings"]["working"][0]["agent"].clone()), (json!(true), json!("pi")), "{r}");
+    for (tool, args) in &calls {
+        let mut args = args.clone();
+        args["confirm_busy"] = json!(true);
+        // The edit before the patch leaves a.txt with uncommitted changes.
+        args["confirm_dirty"] = json!(true);
+        if *tool == "herdr_fs_patch" {
+            args["patch"] = json!("*** Begin Patch\n*** Update File: a.txt\n@@\n-two\n+three\n*** End Patch");
+        }
+        let r = call(&ctx, tool, args);
+        assert_eq!(r["ok"], true, "{tool}: {r}");
+        assert_eq!(r["warnings"]["working"][0]["pane"], "w1:p1", "{tool}: {r}");
+    }
+    assert_eq!(repo.read("a.txt"), b"three\n");
+}

@@ -4,7 +4,7 @@ use memchr::memmem;
 use serde_json::{Map, Value, json};
 
 use super::common::{bool_arg, commit_refusal, object_schema, path_refusal, path_schema, req_str};
-use super::mutation::check_dirty;
+use super::mutation::{check_busy, check_dirty};
 use super::unsized_read::read_whole;
 use super::{Access, Handler, ToolContext, ToolOutput, ToolSpec};
 use crate::policy::atomic::{Change, commit};
@@ -52,6 +52,10 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
         Err(r) => return r.into(),
     };
     let (path, root) = (&opened.resolved.real, &opened.resolved.root);
+    let warnings = match check_busy(ctx, root, bool_arg(args, "confirm_busy", false)) {
+        Ok(w) => w,
+        Err(out) => return out,
+    };
     let before = match read_whole(&mut opened.file, opened.meta.len()) {
         Ok(bytes) => bytes,
         Err(e) => return path_refusal("read_failed", path, format!("cannot read {}: {e}", path.display())),
@@ -78,12 +82,16 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
     if let Err(e) = commit(&[Change::Replace { path: path.clone(), bytes: after.clone() }]) {
         return commit_refusal(path, e);
     }
-    ToolOutput::payload(json!({
+    let mut payload = json!({
         "ok": true,
         "path": path.display().to_string(),
         "root": root.display().to_string(),
         "replaced": 1,
         "bytes_before": before.len(),
         "bytes_after": after.len(),
-    }))
+    });
+    if let Some(w) = warnings {
+        payload["warnings"] = w;
+    }
+    ToolOutput::payload(payload)
 }

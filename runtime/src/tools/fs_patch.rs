@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use super::common::{bool_arg, object_schema, path_schema, req_str};
-use super::mutation::check_dirty;
+use super::mutation::{check_busy, check_dirty};
 use super::unsized_read::read_whole;
 use super::patch_apply::{HunkError, TextFile, apply_hunks};
 use super::patch_parse::{HunkLine, Op, parse};
@@ -95,6 +95,11 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
         Ok(plan) => plan,
         Err(out) => return out,
     };
+    // A dry run changes nothing, so working agents are only reported.
+    let warnings = match check_busy(ctx, &root, dry_run || bool_arg(args, "confirm_busy", false)) {
+        Ok(w) => w,
+        Err(out) => return out,
+    };
     if !dry_run {
         if let Err(out) = check_dirty(&root, &plan.sources, bool_arg(args, "confirm_dirty", false)) {
             return out;
@@ -107,7 +112,7 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
             );
         }
     }
-    ToolOutput::payload(json!({
+    let mut payload = json!({
         "ok": true,
         "dry_run": dry_run,
         "root": root.display().to_string(),
@@ -115,7 +120,11 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
         "affected_files": plan.affected,
         "additions": plan.additions,
         "removals": plan.removals,
-    }))
+    });
+    if let Some(w) = warnings {
+        payload["warnings"] = w;
+    }
+    ToolOutput::payload(payload)
 }
 
 /// The `root` argument must name a managed root exactly (after canonicalization).

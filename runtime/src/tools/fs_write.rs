@@ -3,7 +3,7 @@
 use serde_json::{Map, Value, json};
 
 use super::common::{bool_arg, commit_refusal, object_schema, path_schema, req_str};
-use super::mutation::check_dirty;
+use super::mutation::{check_busy, check_dirty};
 use super::{Access, Handler, ToolContext, ToolOutput, ToolSpec};
 use crate::policy::atomic::{Change, commit};
 
@@ -48,6 +48,10 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
         Err(r) => return r.into(),
     };
     let (path, root) = (&target.path, &target.root);
+    let warnings = match check_busy(ctx, root, bool_arg(args, "confirm_busy", false)) {
+        Ok(w) => w,
+        Err(out) => return out,
+    };
     if target.exists && !bool_arg(args, "overwrite", false) {
         return ToolOutput::refusal(
             "overwrite_confirmation_required",
@@ -73,12 +77,16 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
     if let Err(e) = commit(&[change]) {
         return commit_refusal(path, e);
     }
-    ToolOutput::payload(json!({
+    let mut payload = json!({
         "ok": true,
         "path": path.display().to_string(),
         "root": root.display().to_string(),
         "created": !target.exists,
         "overwritten": target.exists,
         "bytes": bytes,
-    }))
+    });
+    if let Some(w) = warnings {
+        payload["warnings"] = w;
+    }
+    ToolOutput::payload(payload)
 }

@@ -1,17 +1,30 @@
-//! The parts of the mutation gate that need git: the dirty-file confirmation.
-//! (Read-only mode and write roots live in `Policy::check_mutation`; the busy check
-//! needs Herdr agents, so a standalone runtime accepts `confirm_busy` and has nobody
-//! to wait for.)
+//! The parts of the mutation gate the file tools add to `Policy::check_mutation`
+//! (read-only mode, write roots): the busy check (spec §2.4 step 3), which needs
+//! Herdr's agents, so a runtime without Herdr accepts `confirm_busy` and has nobody
+//! to wait for; and the dirty-file confirmation, which needs git.
 
 use std::path::{Path, PathBuf};
 
-use serde_json::json;
+use serde_json::{Value, json};
 
-use super::ToolOutput;
+use super::{ToolContext, ToolOutput};
 use super::git_cli::{GIT_TIMEOUT, is_repo, run_git};
 
 /// Output kept from `git status` when checking files.
 const STATUS_CAP: usize = 64 * 1024;
+
+/// Agents working in `root` refuse the change (`agent_working`) unless
+/// `confirm_busy`; with it, they come back as `{working:[…]}` for the result's
+/// `warnings`. The file tools run on tokio's blocking pool, where waiting on the
+/// runtime for Herdr's answer is allowed.
+pub fn check_busy(ctx: &ToolContext, root: &Path, confirm_busy: bool) -> Result<Option<Value>, ToolOutput> {
+    // Without Herdr no agent can be working: nothing to ask.
+    if ctx.services.workspaces.is_none() {
+        return Ok(None);
+    }
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else { return Ok(None) };
+    runtime.block_on(super::exec_common::busy_check(ctx, root, confirm_busy))
+}
 
 /// Refuses with `file_dirty_confirmation_required` when any of `files` has
 /// uncommitted changes or is untracked, unless `confirm_dirty`. Outside a git work
