@@ -276,7 +276,7 @@ fn status_line(s: &install::Status) -> String {
             s.location.label,
             path.display(),
             manifest.path,
-            if *binary_ok { "binary ok" } else { "binary MISSING" },
+            if *binary_ok { "binary ok" } else { "binary MISSING: run `herdr-nmhost install` again" },
             manifest.allowed_origins.join(", ")
         ),
     }

@@ -57,6 +57,15 @@ fn install_status_uninstall_into_a_user_data_dir() {
     let manifest: Value = serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
     assert_eq!(manifest["allowed_origins"][0], support::host::PINNED_ORIGIN);
 
+    // A manifest whose binary is gone (moved, or a cleaned build) says how to repair it.
+    let copy = tmp.path().join("herdr-nmhost-copy");
+    std::fs::copy(support::host::binary(), &copy).unwrap();
+    assert!(run(&["install", "--user-data-dir", dir, "--binary", copy.to_str().unwrap()], tmp.path()).status.success());
+    std::fs::remove_file(&copy).unwrap();
+    let o = run(&["status", "--user-data-dir", dir], tmp.path());
+    assert!(stdout(&o).contains("binary MISSING: run `herdr-nmhost install` again"), "{}", stdout(&o));
+    assert_eq!(status_json(&["--user-data-dir", dir], tmp.path())[0]["binary_ok"], false);
+
     let o = run(&["uninstall", "--user-data-dir", dir], tmp.path());
     assert!(o.status.success() && stdout(&o).contains("removed"), "{o:?}");
     assert!(!manifest_path.exists());
