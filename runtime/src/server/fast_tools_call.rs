@@ -18,7 +18,10 @@ use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 
 /// True when `body` is certainly a well-formed `tools/call` request.
 pub fn is_plain_tools_call(body: &[u8]) -> bool {
-    match serde_json::from_slice::<Message>(body) {
+    // serde_json checks UTF-8 only in the strings it builds, not in those it skips
+    // (the arguments), while rmcp builds every string and refuses the body.
+    let Ok(body) = std::str::from_utf8(body) else { return false };
+    match serde_json::from_str::<Message>(body) {
         Ok(message) => message.jsonrpc == "2.0" && message.method == "tools/call",
         Err(_) => false,
     }
@@ -153,6 +156,20 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}} x"#,
         ] {
             assert!(!is_plain_tools_call(body.as_bytes()), "{body}");
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_anywhere_goes_to_the_full_check() {
+        // Found by envelope_props: a stray 0x80 inside the skipped arguments.
+        let bodies: [&[u8]; 3] = [
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"t\",\"arguments\":{\"path\":\"\x80\"}}}",
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"t\",\"arguments\":{\"\xff\":1}}}",
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"t\xc3\"}}",
+        ];
+        for body in bodies {
+            assert!(!is_plain_tools_call(body), "{:?}", String::from_utf8_lossy(body));
+            assert!(serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(body).is_err());
         }
     }
 }
