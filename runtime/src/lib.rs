@@ -10,6 +10,7 @@ pub mod edge;
 pub mod exec;
 pub mod herdr;
 pub mod link;
+pub mod mcp_discover;
 pub mod policy;
 pub mod push;
 pub mod runtime_info;

@@ -1,7 +1,7 @@
 //! The edge's public surface beyond the OAuth flow itself: every discovery and
 //! registration alias a client may probe, `/health` beside `/info`, CORS
 //! preflight, notifications, SSE framing of the MCP handshake, the pending page
-//! in each language, the 19-action catalog with its `device` selector and
+//! in each language, `server/discover` answered by the edge itself, the 19-action catalog with its `device` selector and
 //! read-only hints, and that a provider-side "disconnect" (an RFC 7009 call)
 //! finds no endpoint and revokes nothing.
 
@@ -211,4 +211,60 @@ async fn the_public_catalog_is_19_actions_and_every_forwarded_one_takes_a_device
     open_world.sort_unstable();
     assert_eq!(open_world, ["herdr_call", "herdr_exec", "herdr_exec_start", "herdr_prompt", "herdr_skill"]);
     assert!(tools.iter().all(|t| t["annotations"]["readOnlyHint"].is_boolean()), "every action says whether it writes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_discover_is_answered_by_the_edge_as_json_with_what_initialize_says() {
+    let (e, _hub) = InProc::start_linked(Arc::new(TestDevices::default())).await;
+    let (_, t, _) = e.tokens().await;
+    let init = e.http.mcp(&t.access, "initialize", json!({"protocolVersion": "2025-11-25"})).await.json()["result"].clone();
+    let info = e.http.get("/info").await.json();
+    let post = |accept: &'static str, user_agent: &'static str, body: Value, bearer: Option<String>| {
+        let mut rb = e.http.client.post(format!("{}/mcp", e.http.base))
+            .header("content-type", "application/json")
+            .header("accept", accept)
+            .header("user-agent", user_agent)
+            .body(body.to_string());
+        if let Some(b) = bearer {
+            rb = rb.header("authorization", format!("Bearer {b}"));
+        }
+        rb.send()
+    };
+    let discover = json!({"jsonrpc": "2.0", "id": 4, "method": "server/discover"});
+    let bearer = Some(t.access.clone());
+
+    // JSON even for a client that accepts only SSE; no session.
+    let r = post("text/event-stream", "herdr-test/1", discover.clone(), bearer.clone()).await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert!(r.headers()["content-type"].to_str().unwrap().starts_with("application/json"), "{:?}", r.headers());
+    assert!(r.headers().get("mcp-session-id").is_none());
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["id"], 4);
+    let result = &body["result"];
+    let mut keys: Vec<&str> = result.as_object().expect("a result").keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["_meta", "cacheScope", "capabilities", "instructions", "resultType", "supportedVersions", "ttlMs"], "{body}");
+    assert_eq!((result["resultType"].as_str(), result["ttlMs"].as_u64(), result["cacheScope"].as_str()), (Some("complete"), Some(3_600_000), Some("private")));
+    assert_eq!(result["supportedVersions"], json!(herdr_mcp::edge::mcp::SUPPORTED_VERSIONS));
+    assert_eq!(result["capabilities"], init["capabilities"]);
+    assert_eq!(result["instructions"], init["instructions"]);
+    assert_eq!(result["_meta"]["io.modelcontextprotocol/serverInfo"], init["serverInfo"]);
+    assert_eq!(result["_meta"]["herdr"], init["_meta"]["herdr"]);
+    assert_eq!(json!({"epoch": result["_meta"]["herdr_contract_epoch"], "hash": result["_meta"]["herdr_contract_hash"]}), info["publicContract"]);
+
+    // OpenAI's connector is offered the probe version, which initialize does not grant.
+    let r = post("application/json, text/event-stream", "openai-mcp/1.0.0", discover.clone(), bearer.clone()).await.unwrap();
+    let mut probing = herdr_mcp::edge::mcp::SUPPORTED_VERSIONS.to_vec();
+    probing.push("2026-07-28");
+    assert_eq!(r.json::<Value>().await.unwrap()["result"]["supportedVersions"], json!(probing));
+    let init = e.http.mcp(&t.access, "initialize", json!({"protocolVersion": "2026-07-28"})).await.json();
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+
+    // Behind the OAuth bearer like every /mcp call; a notification gets no reply.
+    let r = post("application/json", "openai-mcp/1.0.0", discover.clone(), None).await.unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+    let note = e.http.post_json("/mcp", &json!({"jsonrpc": "2.0", "method": "server/discover"}), Some(&t.access)).await;
+    assert_eq!((note.status, note.body.as_str()), (204, ""));
+    let bad = e.http.mcp(&t.access, "server/discover", json!("x")).await.json();
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
 }

@@ -103,6 +103,8 @@ async fn stateless_initialize_negotiates_supported_versions() {
         ("2025-03-26", "2025-03-26"),
         ("2024-11-05", "2025-11-25"),
         ("1999-01-01", "2025-11-25"),
+        // The probe version `server/discover` offers OpenAI's clients (spec §3).
+        ("2026-07-28", "2025-11-25"),
     ] {
         let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": asked, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
@@ -197,4 +199,113 @@ async fn sessions_beyond_the_cap_evict_the_oldest() {
     assert_eq!(status_of(ids[0].clone()).await, 404, "the oldest session must be gone");
     assert_eq!(status_of(ids[1].clone()).await, 200, "the second-oldest stays");
     assert_eq!(status_of(ids[MAX_SESSIONS].clone()).await, 200, "the newest works");
+}
+
+/// The members `server/discover` answers with (spec §3), and nothing else.
+fn assert_discover_members(result: &Value) {
+    let mut keys: Vec<&str> = result.as_object().expect("result object").keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["_meta", "cacheScope", "capabilities", "instructions", "resultType", "supportedVersions", "ttlMs"], "{result}");
+    assert_eq!(result["resultType"], "complete");
+    assert_eq!(result["ttlMs"], 3_600_000);
+    assert_eq!(result["cacheScope"], "private");
+}
+
+#[tokio::test]
+async fn server_discover_answers_stateless_as_json_with_what_initialize_says() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let rt = Runtime::start(&[repo.path()], &[]).await;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let json_only = [("content-type", "application/json"), ("accept", "application/json")];
+    let init = rt.raw("POST", "/mcp", &json_only, Some(init.to_string().as_bytes())).await.json()["result"].clone();
+
+    // No initialize, no session; a client that would take SSE still gets JSON.
+    let resp = rt.post_json(&json!({"jsonrpc": "2.0", "id": "d1", "method": "server/discover"})).await;
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(resp.header("content-type"), Some("application/json"));
+    assert!(resp.header("mcp-session-id").is_none(), "discover opens no session");
+    let body = resp.json();
+    assert_eq!(body["id"], "d1");
+    let result = &body["result"];
+    assert_discover_members(result);
+    assert_eq!(result["supportedVersions"], json!(["2025-11-25", "2025-06-18", "2025-03-26"]), "the versions initialize negotiates");
+    assert_eq!(result["capabilities"], init["capabilities"]);
+    assert_eq!(result["instructions"], init["instructions"]);
+    assert_eq!(result["_meta"]["io.modelcontextprotocol/serverInfo"], json!({"name": "herdr-mcp", "version": env!("CARGO_PKG_VERSION")}));
+    assert_eq!(result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], init["serverInfo"]["name"]);
+    assert_eq!(result["_meta"]["herdr_contract_epoch"], CONTRACT_EPOCH);
+    assert_eq!(result["_meta"]["herdr_contract_hash"], expected_hash());
+
+    // Empty params (rmcp's typed form of the request) and a client accepting only SSE.
+    let raw = json!({"jsonrpc": "2.0", "id": 2, "method": "server/discover", "params": {}}).to_string();
+    let resp = rt.raw("POST", "/mcp", &[("content-type", "application/json"), ("accept", "text/event-stream")], Some(raw.as_bytes())).await;
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(resp.header("content-type"), Some("application/json"));
+    assert_eq!(resp.json()["result"], *result);
+
+    // Params that are not an object are refused, as for every method.
+    for params in [json!([1]), json!("x"), json!(5)] {
+        let resp = rt.post_json(&json!({"jsonrpc": "2.0", "id": 3, "method": "server/discover", "params": params})).await;
+        let body = resp.json();
+        assert_eq!((resp.status, &body["error"]["code"]), (400, &json!(-32600)), "{body}");
+        assert_eq!(body["id"], 3);
+    }
+
+    // A notification gets no reply: 202 and an empty body.
+    let resp = rt.post_json(&json!({"jsonrpc": "2.0", "method": "server/discover"})).await;
+    assert_eq!(resp.status, 202, "{}", resp.text());
+    assert!(resp.body.is_empty());
+}
+
+#[tokio::test]
+async fn server_discover_offers_the_probe_version_to_openai_clients_only() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let rt = Runtime::start(&[repo.path()], &[]).await;
+    let discover = |user_agent: Option<&'static str>, params: Value| {
+        let rt = &rt;
+        async move {
+            let raw = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": params}).to_string();
+            let mut headers = vec![("content-type", "application/json"), ("accept", "application/json, text/event-stream")];
+            headers.extend(user_agent.map(|ua| ("user-agent", ua)));
+            let resp = rt.raw("POST", "/mcp", &headers, Some(raw.as_bytes())).await;
+            assert_eq!(resp.status, 200, "{}", resp.text());
+            resp.json()["result"]["supportedVersions"].clone()
+        }
+    };
+    let plain = json!(["2025-11-25", "2025-06-18", "2025-03-26"]);
+    let probing = json!(["2025-11-25", "2025-06-18", "2025-03-26", "2026-07-28"]);
+    assert_eq!(discover(None, json!({})).await, plain);
+    assert_eq!(discover(Some("herdr-extension/0.1"), json!({})).await, plain);
+    assert_eq!(discover(Some("openai-mcp/1.0.0 (ChatGPT)"), json!({})).await, probing);
+    let named = |name: &str| json!({"_meta": {"io.modelcontextprotocol/clientInfo": {"name": name, "version": "1"}}});
+    assert_eq!(discover(None, named("ChatGPT")).await, probing);
+    assert_eq!(discover(None, named("some-client")).await, plain);
+
+    // The probe version is not negotiated: initialize falls back to the newest real one.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2026-07-28", "capabilities": {}, "clientInfo": {"name": "chatgpt", "version": "1"}}});
+    let headers = [("content-type", "application/json"), ("accept", "application/json"), ("user-agent", "openai-mcp/1.0.0")];
+    let resp = rt.raw("POST", "/mcp", &headers, Some(init.to_string().as_bytes())).await;
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(resp.json()["result"]["protocolVersion"], "2025-11-25");
+}
+
+#[tokio::test]
+async fn server_discover_over_tcp_needs_the_bearer() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let rt = Runtime::start_tcp(&[repo.path()], &[]).await;
+    let raw = json!({"jsonrpc": "2.0", "id": 5, "method": "server/discover"}).to_string();
+    let bearer = format!("Bearer {}", common::TOKEN);
+    let json = ("content-type", "application/json");
+    let resp = rt.raw_tcp("POST", "/mcp", &[json, ("authorization", &bearer)], Some(raw.as_bytes())).await;
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(resp.header("content-type"), Some("application/json"));
+    let result = &resp.json()["result"];
+    assert_discover_members(result);
+    assert_eq!(result["_meta"]["herdr_contract_hash"], expected_hash());
+
+    let resp = rt.raw_tcp("POST", "/mcp", &[json], Some(raw.as_bytes())).await;
+    assert_eq!(resp.status, 401, "{}", resp.text());
+    assert_eq!(resp.json()["error"]["code"], -32001);
 }

@@ -15,18 +15,27 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::discovery::{SERVER_NAME, bearer_challenge};
 use super::http::{json_response, read_body};
 use super::token::{Principal, verify_bearer};
 use super::EdgeState;
+use crate::mcp_discover::{Discovery, METHOD as METHOD_DISCOVER, check_params as check_discover_params, is_openai_request};
 
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// Epoch of the edge's public catalog (ours; it moves when the catalog shape does:
 /// 2 added the public read-only and open-world hints).
 pub const PUBLIC_CONTRACT_EPOCH: u32 = 2;
+/// The versions `initialize` negotiates, newest first; another one gets the first.
 pub const SUPPORTED_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07"];
+const INSTRUCTIONS: &str =
+    "Tools here act on the user's linked workstations. Call herdr_devices first to see which are online.";
+
+/// Told alike by `initialize` and `server/discover`.
+fn capabilities() -> Value {
+    json!({"tools": {"listChanged": false}})
+}
 
 /// The seam between the public endpoint and the workstation links.
 pub trait WorkstationRouter: Send + Sync {
@@ -118,6 +127,25 @@ pub fn public_catalog(router: &dyn WorkstationRouter) -> Vec<Value> {
     tools
 }
 
+/// What `server/discover` reports: the values `initialize` answers with, the
+/// public catalog's identity flat in `_meta` (as the runtime puts its own) and
+/// also under `herdr`, as `initialize` and `tools/list` carry it here.
+fn discovery(router: &dyn WorkstationRouter) -> Discovery {
+    let herdr = contract_meta(&public_catalog(router))["herdr"].take();
+    let mut meta = Map::new();
+    meta.insert("herdr_contract_epoch".into(), herdr["contract_epoch"].clone());
+    meta.insert("herdr_contract_hash".into(), herdr["contract_hash"].clone());
+    meta.insert("herdr".into(), herdr);
+    Discovery {
+        supported_versions: SUPPORTED_VERSIONS.iter().map(|v| v.to_string()).collect(),
+        capabilities: capabilities(),
+        instructions: INSTRUCTIONS.to_string(),
+        server_name: SERVER_NAME.to_string(),
+        server_version: env!("CARGO_PKG_VERSION").to_string(),
+        meta,
+    }
+}
+
 pub(crate) fn contract_meta(tools: &[Value]) -> Value {
     let hash = crate::contract::contract_hash(tools).unwrap_or_default();
     json!({"herdr": {"contract_epoch": PUBLIC_CONTRACT_EPOCH, "contract_hash": hash, "tool_count": tools.len()}})
@@ -183,7 +211,8 @@ async fn endpoint(State(s): State<Arc<EdgeState>>, method: axum::http::Method, h
         // Notifications (e.g. notifications/initialized) need no answer.
         return StatusCode::NO_CONTENT.into_response();
     };
-    let params = obj.get("params").cloned().unwrap_or(Value::Null);
+    let params_ref = obj.get("params");
+    let params = params_ref.cloned().unwrap_or(Value::Null);
     let answer = match method {
         "initialize" => {
             let asked = params.get("protocolVersion").and_then(Value::as_str).unwrap_or("");
@@ -191,12 +220,21 @@ async fn endpoint(State(s): State<Arc<EdgeState>>, method: axum::http::Method, h
             let tools = public_catalog(s.router.as_ref());
             json!({"jsonrpc": "2.0", "id": id, "result": {
                 "protocolVersion": version,
-                "capabilities": {"tools": {"listChanged": false}},
+                "capabilities": capabilities(),
                 "serverInfo": {"name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION")},
-                "instructions": "Tools here act on the user's linked workstations. Call herdr_devices first to see which are online.",
+                "instructions": INSTRUCTIONS,
                 "_meta": contract_meta(&tools),
             }})
         }
+        // Metadata about the edge and its public catalog: answered here, never
+        // forwarded to a workstation.
+        METHOD_DISCOVER => match check_discover_params(params_ref) {
+            Err(problem) => rpc_error(id, -32602, &format!("Invalid params for {METHOD_DISCOVER}: {problem}")),
+            Ok(()) => {
+                let openai = is_openai_request(&headers, params_ref);
+                json!({"jsonrpc": "2.0", "id": id, "result": discovery(s.router.as_ref()).result(openai)})
+            }
+        },
         "ping" => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
         "tools/list" => {
             let tools = public_catalog(s.router.as_ref());
@@ -232,8 +270,10 @@ async fn endpoint(State(s): State<Arc<EdgeState>>, method: axum::http::Method, h
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
     let sse = accept.contains("text/event-stream");
     // ChatGPT's connector takes the handshake (`initialize`, `tools/list`) as SSE
-    // whenever it offers SSE; other answers stay JSON unless JSON is not accepted.
-    if sse && (!accept.contains("application/json") || matches!(method, "initialize" | "tools/list")) {
+    // whenever it offers SSE; other answers stay JSON unless JSON is not accepted,
+    // and `server/discover` is JSON whatever the client accepts (spec §3).
+    let json_only = method == METHOD_DISCOVER;
+    if sse && !json_only && (!accept.contains("application/json") || matches!(method, "initialize" | "tools/list")) {
         let mut resp = (StatusCode::OK, format!("event: message\ndata: {answer}\n\n")).into_response();
         resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
         resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

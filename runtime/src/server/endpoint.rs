@@ -4,6 +4,8 @@
 //! `initialize` with 400, yet the extension and ChatGPT send exactly such stateless
 //! `tools/list` / `tools/call` requests. So this layer reads the (bounded) body once,
 //! answers malformed JSON-RPC itself (spec §3 codes), and routes:
+//! - `server/discover` → answered here as JSON, with or without a session (see
+//!   `discover`);
 //! - a request carrying `Mcp-Session-Id`, or an `initialize` from a client that
 //!   accepts SSE → the session service (normal MCP clients);
 //! - everything else → a stateless JSON-answering service.
@@ -63,6 +65,8 @@ struct Inner {
     /// Session ids in creation order, for evicting the oldest.
     session_order: tokio::sync::Mutex<VecDeque<SessionId>>,
     stateless: StatelessService,
+    /// For what the endpoint answers itself (`server/discover`).
+    state: Arc<ServerState>,
     /// Catalog entries by tool name, to restore members rmcp's model drops.
     catalog_by_name: HashMap<String, Map<String, Value>>,
     /// Ends the session-less keep-alive streams, so graceful shutdown never waits on them.
@@ -108,6 +112,7 @@ impl McpEndpoint {
                 sessions,
                 session_order: tokio::sync::Mutex::new(VecDeque::new()),
                 stateless,
+                state,
                 catalog_by_name,
                 shutdown,
             }),
@@ -146,6 +151,9 @@ impl McpEndpoint {
             Ok(envelope) => envelope,
             Err(response) => return response,
         };
+        if envelope.method.as_deref() == Some(crate::mcp_discover::METHOD) {
+            return super::discover::answer(&self.inner.state, &parts.headers, &bytes);
+        }
         let has_session = parts.headers.contains_key(SESSION_HEADER);
         let wants_session = envelope.method.as_deref() == Some("initialize") && accepts_sse(&parts.headers);
         if parts.headers.get(header::CONTENT_TYPE).is_none() {
@@ -347,10 +355,7 @@ fn params_hint(method: &str) -> &'static str {
 
 /// True for clients that never hold a session (spec §3: ChatGPT's `openai-mcp`).
 fn is_stateless_client(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::USER_AGENT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|ua| ua.to_ascii_lowercase().contains("openai-mcp"))
+    crate::mcp_discover::has_openai_user_agent(headers)
 }
 
 /// GET and DELETE without `Mcp-Session-Id` (spec §3). A stateless client gets a
@@ -360,11 +365,7 @@ fn sessionless_get_or_delete(request: &Request<Body>, shutdown: &CancellationTok
     let stateless = is_stateless_client(request.headers());
     match *request.method() {
         Method::GET if stateless => keepalive_stream(shutdown.clone()),
-        Method::DELETE if stateless => {
-            let mut response = Response::new(Body::empty());
-            *response.status_mut() = StatusCode::ACCEPTED;
-            response
-        }
+        Method::DELETE if stateless => jsonrpc::accepted(),
         Method::GET | Method::DELETE => jsonrpc::error_response(
             StatusCode::BAD_REQUEST,
             jsonrpc::SERVER_ERROR,

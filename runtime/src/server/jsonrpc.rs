@@ -25,6 +25,21 @@ pub fn error_response(status: StatusCode, code: i64, message: &str, id: Option<V
     response
 }
 
+/// A successful JSON-RPC answer, always `application/json`.
+pub fn result_response(id: Value, result: &Value) -> Response<Body> {
+    let body = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
+    let mut response = Response::new(Body::from(body));
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+/// 202 with an empty body: a notification was taken (spec §3).
+pub fn accepted() -> Response<Body> {
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = StatusCode::ACCEPTED;
+    response
+}
+
 pub fn unauthorized() -> Response<Body> {
     let mut response = error_response(StatusCode::UNAUTHORIZED, UNAUTHORIZED, "Unauthorized", None);
     response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));

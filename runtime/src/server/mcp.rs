@@ -14,12 +14,14 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 
 use crate::contract::{CONTRACT_EPOCH, contract_hash};
+use crate::mcp_discover::Discovery;
 use crate::tools::{ToolContext, ToolOutput, ToolRegistry};
 
-/// Protocol versions this server negotiates; a client asking for another one gets
-/// the newest of these.
+/// Protocol versions this server negotiates, newest first (the order
+/// `server/discover` lists them in; rmcp only looks for membership); a client
+/// asking for another one gets the newest of these.
 pub const SUPPORTED_PROTOCOL_VERSIONS: &[ProtocolVersion] =
-    &[ProtocolVersion::V_2025_03_26, ProtocolVersion::V_2025_06_18, ProtocolVersion::V_2025_11_25];
+    &[ProtocolVersion::V_2025_11_25, ProtocolVersion::V_2025_06_18, ProtocolVersion::V_2025_03_26];
 
 const INSTRUCTIONS: &str = "This server operates the developer's workstation: files, Git, commands and \
 Herdr workspaces inside the managed roots. Begin with herdr_inspect to see the roots and their state, \
@@ -38,6 +40,8 @@ pub struct ServerState {
     pub contract_hash: String,
     meta: MetaObject,
     server_config: InitializeResult,
+    /// `server/discover` results, built once: for other clients and for OpenAI's.
+    discover_results: [Value; 2],
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -46,6 +50,8 @@ pub enum StateError {
     Contract(#[from] crate::contract::ContractError),
     #[error("tool {name} cannot be described to MCP clients: {source}")]
     Tool { name: String, source: serde_json::Error },
+    #[error("the server capabilities cannot be written as JSON: {0}")]
+    Capabilities(serde_json::Error),
 }
 
 impl ServerState {
@@ -69,8 +75,28 @@ impl ServerState {
         .with_instructions(INSTRUCTIONS)
         .with_protocol_version(ProtocolVersion::V_2025_11_25);
         server_config.meta = Some(meta.clone());
-        Ok(ServerState { registry, ctx, catalog, tools, contract_hash, meta, server_config })
+        let discovery = discovery_of(&server_config)?;
+        let discover_results = [discovery.result(false), discovery.result(true)];
+        Ok(ServerState { registry, ctx, catalog, tools, contract_hash, meta, server_config, discover_results })
     }
+
+    /// The `server/discover` result; `openai` adds the probe version.
+    pub fn discover_result(&self, openai: bool) -> &Value {
+        &self.discover_results[usize::from(openai)]
+    }
+}
+
+/// What `server/discover` reports: the very values `initialize` answers with, and
+/// the versions rmcp negotiates for this handler.
+fn discovery_of(config: &InitializeResult) -> Result<Discovery, StateError> {
+    Ok(Discovery {
+        supported_versions: SUPPORTED_PROTOCOL_VERSIONS.iter().map(|v| v.as_str().to_string()).collect(),
+        capabilities: serde_json::to_value(&config.capabilities).map_err(StateError::Capabilities)?,
+        instructions: config.instructions.clone().unwrap_or_default(),
+        server_name: config.server_info.name.clone(),
+        server_version: config.server_info.version.clone(),
+        meta: config.meta.clone().map(|m| m.0).unwrap_or_default(),
+    })
 }
 
 fn contract_meta(hash: &str) -> MetaObject {

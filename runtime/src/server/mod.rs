@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod config;
+mod discover;
 pub mod endpoint;
 mod fast_tools_call;
 pub mod health;
