@@ -309,3 +309,44 @@ async fn server_discover_over_tcp_needs_the_bearer() {
     assert_eq!(resp.status, 401, "{}", resp.text());
     assert_eq!(resp.json()["error"]["code"], -32001);
 }
+
+#[tokio::test]
+async fn server_discover_inside_a_session_is_json_and_an_unknown_session_is_404() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let rt = Runtime::start(&[repo.path()], &[]).await;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let sse = [("content-type", "application/json"), ("accept", "application/json, text/event-stream")];
+    let resp = rt.raw("POST", "/mcp", &sse, Some(init.to_string().as_bytes())).await;
+    let session = resp.header("mcp-session-id").expect("session id").to_string();
+    let discover = json!({"jsonrpc": "2.0", "id": 8, "method": "server/discover"}).to_string();
+    let with = |user_agent: &'static str, session: &str| {
+        let mut headers: Vec<(&str, String)> = sse.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        headers.push(("mcp-session-id", session.to_string()));
+        headers.push(("user-agent", user_agent.to_string()));
+        headers
+    };
+    let send = |headers: Vec<(&'static str, String)>| {
+        let rt = &rt;
+        let discover = discover.clone();
+        async move {
+            let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            rt.raw("POST", "/mcp", &headers, Some(discover.as_bytes())).await
+        }
+    };
+    // In a live session, still one JSON answer (the session would answer SSE).
+    let resp = send(with("some-client/1", &session)).await;
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(resp.header("content-type"), Some("application/json"));
+    assert_eq!(resp.json()["result"]["_meta"]["herdr_contract_hash"], expected_hash());
+    // A session this server does not hold is refused as for every method, so the
+    // client learns that it has to start a new one.
+    let resp = send(with("some-client/1", "no-such-session")).await;
+    assert_eq!(resp.status, 404, "{}", resp.text());
+    assert_eq!(resp.json()["error"], json!({"code": -32001, "message": "Session not found"}));
+    let list = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}).to_string();
+    let headers = with("some-client/1", "no-such-session");
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let other = rt.raw("POST", "/mcp", &headers, Some(list.as_bytes())).await;
+    assert_eq!((other.status, other.json()), (resp.status, resp.json()), "the same refusal as tools/list");
+}

@@ -12,8 +12,10 @@
 //! socket and TCP (behind the same bearer layer) alike, and costs `tools/call`
 //! nothing but a comparison of the method name the envelope check already read.
 //!
-//! A request carrying `Mcp-Session-Id` is answered too, whether or not the
-//! session is known: the result describes the server, not the session.
+//! A request carrying `Mcp-Session-Id` is answered when the session is live (the
+//! endpoint refuses an unknown one with 404, as for every method, so a client
+//! learns that its session ended); the result itself describes the server, not
+//! the session.
 
 use axum::body::Body;
 use http::{HeaderMap, Response, StatusCode};

@@ -4,8 +4,8 @@
 //! `initialize` with 400, yet the extension and ChatGPT send exactly such stateless
 //! `tools/list` / `tools/call` requests. So this layer reads the (bounded) body once,
 //! answers malformed JSON-RPC itself (spec §3 codes), and routes:
-//! - `server/discover` → answered here as JSON, with or without a session (see
-//!   `discover`);
+//! - `server/discover` → answered here as JSON, without a session or with a
+//!   live one (see `discover`);
 //! - a request carrying `Mcp-Session-Id`, or an `initialize` from a client that
 //!   accepts SSE → the session service (normal MCP clients);
 //! - everything else → a stateless JSON-answering service.
@@ -152,6 +152,9 @@ impl McpEndpoint {
             Err(response) => return response,
         };
         if envelope.method.as_deref() == Some(crate::mcp_discover::METHOD) {
+            if self.inner.names_unknown_session(&parts.headers).await {
+                return session_not_found();
+            }
             return super::discover::answer(&self.inner.state, &parts.headers, &bytes);
         }
         let has_session = parts.headers.contains_key(SESSION_HEADER);
@@ -220,6 +223,15 @@ impl McpEndpoint {
 }
 
 impl Inner {
+    /// True when the request carries an `Mcp-Session-Id` this server does not
+    /// hold: the check rmcp's session service makes for every request that names
+    /// a session, whoever the client.
+    async fn names_unknown_session(&self, headers: &HeaderMap) -> bool {
+        let Some(id) = headers.get(SESSION_HEADER) else { return false };
+        let Ok(id) = id.to_str() else { return true };
+        !self.sessions.sessions.read().await.contains_key(&SessionId::from(id))
+    }
+
     /// Records a newly issued session and closes the oldest ones beyond the cap.
     async fn remember_session(&self, id: SessionId) {
         let mut order = self.session_order.lock().await;
@@ -351,6 +363,12 @@ fn params_hint(method: &str) -> &'static str {
         "initialize" => "params needs protocolVersion, capabilities and clientInfo",
         _ => "params do not match the method",
     }
+}
+
+/// What an unknown or ended session gets, the same words as rmcp's refusals
+/// after [`normalize_error`].
+fn session_not_found() -> Response<Body> {
+    jsonrpc::error_response(StatusCode::NOT_FOUND, jsonrpc::UNAUTHORIZED, "Session not found", None)
 }
 
 /// True for clients that never hold a session (spec §3: ChatGPT's `openai-mcp`).
