@@ -103,7 +103,7 @@ pub fn check_redirect_uri(uri: &str) -> Result<(), String> {
     }
     match url.scheme() {
         "https" => Ok(()),
-        "http" if matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]")) => Ok(()),
+        "http" if super::is_loopback_url(&url) => Ok(()),
         "http" => Err(format!("redirect_uri {uri:?} uses http on a non-loopback host")),
         "javascript" | "data" | "file" | "blob" | "vbscript" => Err(format!("redirect_uri {uri:?} uses a forbidden scheme")),
         s if s.contains('.') => Ok(()),

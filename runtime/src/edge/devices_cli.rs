@@ -121,7 +121,7 @@ async fn exchange(
 ) -> anyhow::Result<(u16, Value)> {
     let host = url.host_str().ok_or_else(|| anyhow::anyhow!("{url} has no host"))?.to_string();
     let port = url.port_or_known_default().ok_or_else(|| anyhow::anyhow!("{url} has no port"))?;
-    let loopback = matches!(host.as_str(), "127.0.0.1" | "localhost" | "[::1]");
+    let loopback = super::is_loopback_url(url);
     let tcp = tokio::net::TcpStream::connect((host.trim_matches(['[', ']']), port))
         .await
         .map_err(|e| anyhow::anyhow!("cannot reach the edge at {host}:{port}: {e}"))?;
@@ -237,10 +237,9 @@ pub fn parse_address(address: &str) -> anyhow::Result<(String, String)> {
     let url = url::Url::parse(address).map_err(|_| bad())?;
     // The same rule as the edge's --issuer: the code and the device secret never
     // travel in clear beyond this computer. Checked before the code is asked for.
-    let loopback = matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
     match url.scheme() {
         "https" => {}
-        "http" if loopback => {}
+        "http" if super::is_loopback_url(&url) => {}
         _ => anyhow::bail!("{address:?}: an edge is reached over https (http only on this computer's loopback)"),
     }
     let pairing_id = url.fragment().filter(|f| f.starts_with(super::pairing::PAIRING_PREFIX)).ok_or_else(bad)?.to_string();

@@ -107,6 +107,12 @@ pub fn parse_env_name(name: &str) -> Result<String, String> {
 }
 
 /// Identity of this deployment.
+/// True when `url` names this computer (`127.0.0.1`, `localhost`, `[::1]`): the
+/// only host plain http may carry tokens, codes or device secrets to.
+pub fn is_loopback_url(url: &url::Url) -> bool {
+    matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"))
+}
+
 #[derive(Debug, Clone)]
 pub struct EdgeConfig {
     /// Issuer URL without trailing slashes.
@@ -123,10 +129,9 @@ impl EdgeConfig {
     pub fn new(issuer: &str) -> Result<Self, String> {
         let issuer = issuer.trim_end_matches('/');
         let url = url::Url::parse(issuer).map_err(|e| format!("--issuer {issuer:?} is not a URL: {e}"))?;
-        let loopback = matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
         match url.scheme() {
             "https" => {}
-            "http" if loopback => {}
+            "http" if is_loopback_url(&url) => {}
             _ => return Err(format!("--issuer {issuer:?} must be https (http only on loopback)")),
         }
         if url.query().is_some() || url.fragment().is_some() || url.host_str().is_none() {

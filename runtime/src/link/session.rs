@@ -56,8 +56,7 @@ pub(super) fn ws_url_of(edge: &str, workstation_id: &str) -> Result<String, Stri
     } else if let Some(r) = base.strip_prefix("http://") {
         // The device secret rides in the upgrade request: in clear only on loopback,
         // the rule of the edge's own --issuer.
-        let host = url::Url::parse(base).ok().and_then(|u| u.host_str().map(str::to_string));
-        if !matches!(host.as_deref(), Some("127.0.0.1" | "localhost" | "[::1]")) {
+        if !url::Url::parse(base).is_ok_and(|u| crate::edge::is_loopback_url(&u)) {
             return Err(format!("--edge {base:?}: http:// only for an edge on this computer (loopback); use https://"));
         }
         format!("ws://{r}")
