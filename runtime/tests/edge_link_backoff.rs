@@ -65,6 +65,8 @@ async fn failed_attempts_back_off_exponentially_and_stop_ends_the_wait() {
 }
 
 /// Plays the edge's side of the upgrade (choosing `herdr-link.v1`) and reads the hello.
+// The callback's `Result<Response, ErrorResponse>` is tungstenite's signature, not ours.
+#[allow(clippy::result_large_err)]
 async fn accept_hello(tcp: tokio::net::TcpStream) -> tokio_tungstenite::WebSocketStream<tokio::net::TcpStream> {
     let choose = |_: &Request, mut resp: Response| {
         resp.headers_mut().insert("sec-websocket-protocol", relay::SUBPROTOCOL.parse().unwrap());
