@@ -3,7 +3,8 @@
 //! prompt) enrolls a first computer, which then `worker pair`s a second one;
 //! `device list`, `worker rename`, `worker revoke --confirm`, and the revoked
 //! computer's credential refused afterwards; last, `worker connect --recover`
-//! re-keys the first computer's device. Every positional argument is explained in `--help`.
+//! re-keys the first computer's device. `device list` shows which devices are
+//! linked. Every positional argument is explained in `--help`.
 
 #[path = "edge_support/procs.rs"]
 mod procs;
@@ -13,8 +14,13 @@ mod pty;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
+use std::sync::Arc;
 
-use procs::{DEADLINE, EdgeProcess, command, line_after};
+use herdr_mcp::edge::clock::SystemClock;
+use herdr_mcp::edge::devices::DeviceRegistry;
+use herdr_mcp::edge::devices_local::{self, LocalDevice};
+use herdr_mcp::edge::store::EdgeStore;
+use procs::{DEADLINE, EdgeProcess, command, line_after, spawn_logged, wait_until};
 use pty::PtySession;
 use serde_json::Value;
 
@@ -125,6 +131,68 @@ fn pairing_enrollment_and_revocation_with_real_processes() {
     let now = run(&home, &["device", "list", "--json"], &recovered);
     assert!(now.status.success(), "{}", String::from_utf8_lossy(&now.stderr));
     assert_eq!(serde_json::from_slice::<Value>(&now.stdout).unwrap()["devices"].as_array().unwrap().len(), 2);
+}
+
+/// Enrolls a device straight in the edge's registry and writes its credential as
+/// `worker connect` leaves it (the pty enrollment is covered above).
+fn enroll_direct(edge: &EdgeProcess, name: &str, device_file: &Path) -> String {
+    let store = Arc::new(EdgeStore::open(&edge.edge_dir, Arc::new(SystemClock)).unwrap());
+    let devices = DeviceRegistry::new(store);
+    let p = devices.create_pairing(Some(120), None, "test").unwrap();
+    let e = devices.consume_pairing(&p.pairing_id, &p.code, Some(name)).unwrap();
+    let local = LocalDevice {
+        edge_origin: edge.base.clone(),
+        device_id: e.device.device_id.clone(),
+        workstation_id: e.device.workstation_id.clone(),
+        credential_id: e.device.credential_id.clone().unwrap_or_default(),
+        device_secret: e.device_secret.clone(),
+        name: name.to_string(),
+        enrolled_at_ms: e.device.enrolled_at_ms,
+    };
+    devices_local::save(device_file, &local).unwrap();
+    e.device.device_id
+}
+
+/// `device list` tells which devices are linked right now (spec §9 `connection`),
+/// from the edge's live links: a real `serve --link` brings one online while the
+/// other stays offline, and stopping it takes it offline again.
+#[test]
+fn device_list_shows_which_devices_are_linked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().to_path_buf();
+    let edge = EdgeProcess::start(&home);
+    let (desk_file, laptop_file) = (home.join("desk").join("device.json"), home.join("laptop").join("device.json"));
+    let desk = enroll_direct(&edge, "desk", &desk_file);
+    let laptop = enroll_direct(&edge, "laptop", &laptop_file);
+    let connection = |id: &str| {
+        let out = run(&home, &["device", "list", "--json"], &laptop_file);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let row = v["devices"].as_array().unwrap().iter().find(|d| d["device_id"] == id).cloned().unwrap();
+        row["connection"].as_str().unwrap_or("").to_string()
+    };
+    assert_eq!((connection(&desk).as_str(), connection(&laptop).as_str()), ("offline", "offline"));
+
+    // The desk's runtime holds its link.
+    let root = home.join("root-desk");
+    std::fs::create_dir_all(&root).unwrap();
+    let mut serve = command(&home);
+    serve.env(devices_local::PATH_ENV, &desk_file).args(["serve", "--link", "--socket"]).arg(home.join("desk.sock"));
+    serve.arg("--root").arg(&root).arg("--state-dir").arg(home.join("state-desk"));
+    let runtime = spawn_logged(&mut serve, &home.join("desk.log"));
+    wait_until("the desk's link", || (connection(&desk) == "online").then_some(()));
+
+    let table = run(&home, &["device", "list"], &laptop_file);
+    let text = String::from_utf8_lossy(&table.stdout).to_string();
+    let header: Vec<&str> = text.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["DEVICE", "NAME", "STATUS", "CONNECTION", "LAST", "SEEN", "THIS"], "{text}");
+    let row = |id: &str| text.lines().find(|l| l.starts_with(id)).unwrap_or_else(|| panic!("{id} in {text}")).split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    assert_eq!(row(&desk)[..4], [desk.clone(), "desk".into(), "active".into(), "online".into()], "{text}");
+    assert!(row(&desk)[5] == "ago", "{text}");
+    assert_eq!(row(&laptop), [laptop.clone(), "laptop".into(), "active".into(), "offline".into(), "-".into(), "*".into()], "{text}");
+
+    drop(runtime);
+    wait_until("the desk to go offline", || (connection(&desk) == "offline").then_some(()));
 }
 
 /// Every positional argument of the device and connector commands says in `--help`

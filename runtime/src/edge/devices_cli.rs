@@ -372,25 +372,64 @@ pub fn run_device(cmd: DeviceCommand) -> anyhow::Result<()> {
                 println!("{}", serde_json::to_string_pretty(&v)?);
                 return Ok(());
             }
-            println!("{:<31} {:<24} {:<10} {:<8}", "DEVICE", "NAME", "STATUS", "THIS");
-            for d in v.get("devices").and_then(Value::as_array).into_iter().flatten() {
-                let id = d.get("device_id").and_then(Value::as_str).unwrap_or("");
-                println!(
-                    "{:<31} {:<24} {:<10} {:<8}",
-                    id,
-                    d.get("name").and_then(Value::as_str).unwrap_or(""),
-                    d.get("authorization").and_then(Value::as_str).unwrap_or(""),
-                    if id == me.device_id { "*" } else { "" }
-                );
-            }
+            print!("{}", device_table(&v, &me.device_id));
             Ok(())
         }
+    }
+}
+
+/// The `device list` table: each device's authorization and whether its link is
+/// up right now (`online`, `stale`, `offline`; `-` from an edge too old to say).
+fn device_table(answer: &Value, me: &str) -> String {
+    let mut out = format!("{:<31} {:<24} {:<10} {:<10} {:<10} {}\n", "DEVICE", "NAME", "STATUS", "CONNECTION", "LAST SEEN", "THIS");
+    for d in answer.get("devices").and_then(Value::as_array).into_iter().flatten() {
+        let id = d.get("device_id").and_then(Value::as_str).unwrap_or("");
+        let text = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("-").to_string();
+        let seen = d.get("last_seen_ago_ms").and_then(Value::as_u64).map_or_else(|| "-".to_string(), ago);
+        out.push_str(&format!(
+            "{:<31} {:<24} {:<10} {:<10} {:<10} {}\n",
+            id,
+            text("name"),
+            text("authorization"),
+            text("connection"),
+            seen,
+            if id == me { "*" } else { "" }
+        ));
+    }
+    out
+}
+
+/// `ms` as a short age: `850ms ago`, `12s ago`, `4m ago`, `3h ago`, `2d ago`.
+fn ago(ms: u64) -> String {
+    let s = ms / 1000;
+    match s {
+        0 => format!("{ms}ms ago"),
+        1..=59 => format!("{s}s ago"),
+        60..=3599 => format!("{}m ago", s / 60),
+        3600..=86_399 => format!("{}h ago", s / 3600),
+        _ => format!("{}d ago", s / 86_400),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn device_table_shows_the_connection() {
+        let v = json!({"devices": [
+            {"device_id": "dev_A", "name": "laptop", "authorization": "active", "connection": "online", "last_seen_ago_ms": 12_345},
+            {"device_id": "dev_B", "name": "desk", "authorization": "active", "connection": "offline", "last_seen_ago_ms": null},
+            {"device_id": "dev_C", "name": "old", "authorization": "revoked"},
+        ]});
+        let table = device_table(&v, "dev_B");
+        let rows: Vec<Vec<&str>> = table.lines().map(|l| l.split_whitespace().collect()).collect();
+        assert_eq!(rows[0], ["DEVICE", "NAME", "STATUS", "CONNECTION", "LAST", "SEEN", "THIS"]);
+        assert_eq!(rows[1], ["dev_A", "laptop", "active", "online", "12s", "ago"]);
+        assert_eq!(rows[2], ["dev_B", "desk", "active", "offline", "-", "*"]);
+        assert_eq!(rows[3], ["dev_C", "old", "revoked", "-", "-"]);
+        assert_eq!([ago(0), ago(999), ago(59_999), ago(60_000), ago(3_600_000), ago(86_400_000)], ["0ms ago", "999ms ago", "59s ago", "1m ago", "1h ago", "1d ago"]);
+    }
 
     #[test]
     fn pairing_addresses() {

@@ -3,7 +3,8 @@
 //! - `POST /devices/pairings/consume {pairing_id, code, name?, recover_device_id?}`: no
 //!   auth (the code is the credential); returns the new (or, when recovering, the
 //!   re-keyed) device's secret once.
-//! - `GET /devices`: device credential; the inventory, never a secret.
+//! - `GET /devices`: device credential; the inventory with each device's live
+//!   link state (as `herdr_devices` shows it), never a secret.
 //! - `POST /devices/revoke {device_id, confirm: true}`: device credential.
 //! - `POST /devices/revoke-self {}` and `POST /devices/rename-self {workstation_id?, name}`:
 //!   the device's own credential.
@@ -30,6 +31,7 @@ use serde_json::{Map, Value, json};
 
 use super::EdgeState;
 use super::devices::{Device, DeviceError};
+use super::link_hub::live_fields;
 use super::link_hub_auth::LinkAuthError;
 use super::http::{is_json, json_response, read_body};
 use super::pairing::PairingError;
@@ -185,10 +187,35 @@ async fn list(State(s): State<Arc<EdgeState>>, headers: HeaderMap) -> Response {
     if let Err(r) = caller(&s, &headers, "device_auth_required") {
         return r;
     }
-    match s.devices.list_devices() {
-        Ok(devices) => json_response(200, json!({"ok": true, "devices": devices, "observed_at_ms": s.store.now_ms()})),
-        Err(e) => device_error(DeviceError::Db(e)),
+    let devices = match s.devices.list_devices() {
+        Ok(d) => d,
+        Err(e) => return device_error(DeviceError::Db(e)),
+    };
+    let live = match s.router.devices() {
+        Ok(rows) => rows,
+        Err(e) => {
+            tracing::error!("device registry: {e}");
+            return fail(500, "device_registry_unavailable", "the device registry cannot be read");
+        }
+    };
+    let rows: Vec<Value> = devices.iter().map(|d| with_liveness(d, &live)).collect();
+    json_response(200, json!({"ok": true, "devices": rows, "observed_at_ms": s.store.now_ms()}))
+}
+
+/// A registry record plus the live fields of its `herdr_devices` row (spec §9:
+/// `connection`, `last_seen_ago_ms`, `active_requests`, the runtime); a device
+/// the router has no row for has no link, so it gets the offline values.
+fn with_liveness(d: &Device, live: &[Value]) -> Value {
+    let mut row = serde_json::to_value(d).unwrap_or_else(|_| json!({"device_id": d.device_id}));
+    let offline = live_fields(None, 0);
+    let found = live.iter().find(|r| r["device_id"] == d.device_id.as_str());
+    if let Some(obj) = row.as_object_mut() {
+        for (key, default) in offline {
+            let value = found.and_then(|r| r.get(&key)).cloned().unwrap_or(default);
+            obj.insert(key, value);
+        }
     }
+    row
 }
 
 fn revoked_answer(d: &Device) -> Response {

@@ -237,11 +237,8 @@ impl WorkstationRouter for LinkRouter {
         Some(self.catalog.clone())
     }
 
-    fn devices(&self) -> Vec<Value> {
-        self.hub.device_rows().unwrap_or_else(|e| {
-            tracing::error!("device registry unreadable: {e}");
-            Vec::new()
-        })
+    fn devices(&self) -> Result<Vec<Value>, String> {
+        self.hub.device_rows()
     }
 
     fn forward<'a>(&'a self, _principal: &'a Principal, name: &'a str, arguments: Value) -> BoxFuture<'a, Value> {

@@ -320,26 +320,43 @@ impl LinkHub {
         Ok(devices
             .into_iter()
             .map(|d| {
-                let link = self.link(&d.workstation_id);
-                let connection = match &link {
-                    None => "offline",
-                    Some(c) if c.silent_for(now) > STALE_AFTER => "stale",
-                    Some(_) => "online",
-                };
-                let runtime = link.as_ref().and_then(|c| lock(&c.runtime).clone());
-                json!({
+                let mut row = json!({
                     "device_id": d.device_id,
                     "name": d.name,
                     "authorization": d.authorization,
                     "scheduling": d.scheduling,
-                    "connection": connection,
-                    "health": if link.is_some() { "ok" } else { "unknown" },
-                    "runtime_version": runtime.as_ref().map(|r| r.runtime_version.clone()),
-                    "runtime_generation": runtime.as_ref().and_then(|r| r.runtime_generation.clone()),
-                    "last_seen_ago_ms": link.as_ref().map(|c| c.silent_for(now).as_millis() as u64),
-                    "active_requests": link.as_ref().map(|c| c.in_flight()).unwrap_or(0),
-                })
+                });
+                if let Some(obj) = row.as_object_mut() {
+                    obj.extend(live_fields(self.link(&d.workstation_id).as_deref(), now));
+                }
+                row
             })
             .collect())
+    }
+}
+
+/// What the live link says about a device (spec §9), as `herdr_devices` and
+/// `GET /devices` show it: `connection` (`online`, `stale` past [`STALE_AFTER`]
+/// of silence, `offline` without a link), `health`, the runtime the link last
+/// reported, `last_seen_ago_ms` and the requests the edge awaits from it.
+/// `None` gives the row of a device that has no link.
+pub fn live_fields(link: Option<&LinkConn>, now_ms: i64) -> serde_json::Map<String, Value> {
+    let connection = match link {
+        None => "offline",
+        Some(c) if c.silent_for(now_ms) > STALE_AFTER => "stale",
+        Some(_) => "online",
+    };
+    let runtime = link.and_then(|c| lock(&c.runtime).clone());
+    let fields = json!({
+        "connection": connection,
+        "health": if link.is_some() { "ok" } else { "unknown" },
+        "runtime_version": runtime.as_ref().map(|r| r.runtime_version.clone()),
+        "runtime_generation": runtime.as_ref().and_then(|r| r.runtime_generation.clone()),
+        "last_seen_ago_ms": link.map(|c| c.silent_for(now_ms).as_millis() as u64),
+        "active_requests": link.map(|c| c.in_flight()).unwrap_or(0),
+    });
+    match fields {
+        Value::Object(m) => m,
+        _ => serde_json::Map::new(),
     }
 }

@@ -41,8 +41,9 @@ fn capabilities() -> Value {
 pub trait WorkstationRouter: Send + Sync {
     /// The runtime tool catalog the links serve, or `None` when none can.
     fn runtime_catalog(&self) -> Option<Vec<Value>>;
-    /// Rows of `herdr_devices` (`device_id`, `name`, `connection`, …).
-    fn devices(&self) -> Vec<Value>;
+    /// Rows of `herdr_devices` (`device_id`, `name`, `connection`, …), or why
+    /// the device registry could not be read.
+    fn devices(&self) -> Result<Vec<Value>, String>;
     /// Routes one runtime tool call (with its optional `device` selector) and
     /// returns a `CallToolResult` object.
     fn forward<'a>(&'a self, principal: &'a Principal, name: &'a str, arguments: Value) -> BoxFuture<'a, Value>;
@@ -55,8 +56,8 @@ impl WorkstationRouter for NoWorkstations {
     fn runtime_catalog(&self) -> Option<Vec<Value>> {
         None
     }
-    fn devices(&self) -> Vec<Value> {
-        Vec::new()
+    fn devices(&self) -> Result<Vec<Value>, String> {
+        Ok(Vec::new())
     }
     fn forward<'a>(&'a self, _: &'a Principal, _: &'a str, _: Value) -> BoxFuture<'a, Value> {
         Box::pin(async {
@@ -77,6 +78,28 @@ impl WorkstationRouter for NoWorkstations {
 const PAIRING_HINT: &str =
     "To add a computer, the user runs `herdr-mcp worker pair` on an enrolled one and `herdr-mcp worker connect <address>` on the new one.";
 const REVOKE_HINT: &str = "To remove a computer, the user runs `herdr-mcp worker revoke <device_id> --confirm` on an enrolled one.";
+
+/// The `herdr_devices` answer. An unreadable registry is an error result, never
+/// an empty list: "no devices" would send the user to pair computers they have.
+fn devices_result(router: &dyn WorkstationRouter) -> Value {
+    match router.devices() {
+        Ok(devices) => tool_ok_result(json!({
+            "ok": true,
+            "devices": devices,
+            "pairing_hint": PAIRING_HINT,
+            "revoke_hint": REVOKE_HINT,
+        })),
+        Err(e) => {
+            tracing::error!("device registry unreadable: {e}");
+            tool_error_result(json!({
+                "ok": false,
+                "code": "device_registry_unavailable",
+                "retryable": true,
+                "message": "the edge cannot read its device registry right now; try again shortly",
+            }))
+        }
+    }
+}
 
 pub fn herdr_devices_tool() -> Value {
     json!({
@@ -250,13 +273,7 @@ async fn endpoint(State(s): State<Arc<EdgeState>>, method: axum::http::Method, h
                 if args.as_object().is_some_and(|a| !a.is_empty()) {
                     rpc_error(id, -32602, "herdr_devices takes no arguments")
                 } else {
-                    let listed = json!({
-                        "ok": true,
-                        "devices": s.router.devices(),
-                        "pairing_hint": PAIRING_HINT,
-                        "revoke_hint": REVOKE_HINT,
-                    });
-                    json!({"jsonrpc": "2.0", "id": id, "result": tool_ok_result(listed)})
+                    json!({"jsonrpc": "2.0", "id": id, "result": devices_result(s.router.as_ref())})
                 }
             } else if public_catalog(s.router.as_ref()).iter().any(|t| t["name"] == name) {
                 let result = s.router.forward(&principal, name, args).await;

@@ -262,6 +262,15 @@ pub struct Tokens {
     pub refresh: String,
 }
 
+/// Who authenticates an in-process edge's workstation links.
+enum Links {
+    /// No link hub: `/mcp` reaches no workstation.
+    None,
+    With(Arc<dyn LinkAuthenticator>),
+    /// The edge's own [`DeviceRegistry`].
+    Registry,
+}
+
 /// An edge served in this process on 127.0.0.1, with a clock the test moves.
 pub struct InProc {
     pub http: Http,
@@ -283,21 +292,28 @@ pub const T0: i64 = 1_800_000_000_000;
 
 impl InProc {
     pub async fn start() -> Self {
-        Self::start_inner(None, false).await.0
+        Self::start_inner(Links::None, false).await.0
     }
 
     /// An edge whose test-only switch lets Client ID Metadata Documents live on loopback.
     pub async fn start_loopback_cimd() -> Self {
-        Self::start_inner(None, true).await.0
+        Self::start_inner(Links::None, true).await.0
     }
 
     /// An edge whose `/mcp` forwards over workstation links authenticated by `auth`.
     pub async fn start_linked(auth: Arc<dyn LinkAuthenticator>) -> (Self, Arc<LinkHub>) {
-        let (edge, hub) = Self::start_inner(Some(auth), false).await;
+        let (edge, hub) = Self::start_inner(Links::With(auth), false).await;
         (edge, hub.expect("a linked edge has a hub"))
     }
 
-    async fn start_inner(auth: Option<Arc<dyn LinkAuthenticator>>, allow_loopback_cimd: bool) -> (Self, Option<Arc<LinkHub>>) {
+    /// An edge whose links are authenticated by its own device registry, as in
+    /// `edge serve`: devices enrolled with [`Self::enroll`] can link.
+    pub async fn start_registry_linked() -> (Self, Arc<LinkHub>) {
+        let (edge, hub) = Self::start_inner(Links::Registry, false).await;
+        (edge, hub.expect("a linked edge has a hub"))
+    }
+
+    async fn start_inner(links: Links, allow_loopback_cimd: bool) -> (Self, Option<Arc<LinkHub>>) {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("edge");
         EdgeStore::init(&dir).unwrap();
@@ -306,6 +322,11 @@ impl InProc {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let issuer = format!("http://{}", listener.local_addr().unwrap());
         let devices = Arc::new(DeviceRegistry::new(Arc::clone(&store)));
+        let auth: Option<Arc<dyn LinkAuthenticator>> = match links {
+            Links::None => None,
+            Links::With(auth) => Some(auth),
+            Links::Registry => Some(Arc::clone(&devices) as Arc<dyn LinkAuthenticator>),
+        };
         let (router, hub): (Arc<dyn WorkstationRouter>, Option<Arc<LinkHub>>) = match auth {
             None => (Arc::new(NoWorkstations), None),
             Some(auth) => {

@@ -1,0 +1,154 @@
+//! Spec §9: every device row carries the state of its live link (`connection`
+//! online|stale|offline, `last_seen_ago_ms`, `active_requests`, the runtime the
+//! link reported), in `GET /devices` as in `herdr_devices`, taken from the link
+//! hub rather than stored; and an unreadable registry is an error, never an empty
+//! list. A raw WebSocket client plays the link of an enrolled device.
+
+mod edge_support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use edge_support::*;
+use futures::{SinkExt, StreamExt};
+use herdr_mcp::edge::forward::local_runtime_contract;
+use herdr_mcp::edge::link_hub::{LinkHub, STALE_AFTER};
+use herdr_mcp::edge::link_hub_auth::{DeviceInfo, LinkAuthError, LinkAuthenticator, auth_subprotocol};
+use herdr_mcp::edge::relay;
+use reqwest::Method;
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+const WAIT: Duration = Duration::from_secs(15);
+
+/// Polls `f` until it holds, failing the test after [`WAIT`].
+async fn until(what: &str, mut f: impl FnMut() -> bool) {
+    tokio::time::timeout(WAIT, async {
+        while !f() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("timed out waiting for {what}"));
+}
+
+/// A link for `ws` that said hello (runtime 9.9.9, generation `gen-b`) and was admitted.
+async fn link(e: &InProc, hub: &LinkHub, ws: &str, secret: &str) -> Ws {
+    let url = format!("{}/ws/{ws}", e.issuer.replace("http://", "ws://"));
+    let mut req = url.into_client_request().unwrap();
+    let offer = format!("{}, {}", relay::SUBPROTOCOL, auth_subprotocol(secret));
+    req.headers_mut().insert("sec-websocket-protocol", offer.parse().unwrap());
+    let (mut sock, _) = tokio_tungstenite::connect_async(req).await.expect("upgrade");
+    let (_, (epoch, hash)) = local_runtime_contract();
+    let hello = json!({
+        "protocol_version": 1, "kind": "hello", "workstation_id": ws, "boot_id": "boot-1", "link_version": "test",
+        "capabilities": [],
+        "runtime": {"runtime_version": "9.9.9", "runtime_generation": "gen-b", "contract_epoch": epoch, "contract_hash": hash},
+    });
+    sock.send(Message::Text(hello.to_string().into())).await.unwrap();
+    loop {
+        match tokio::time::timeout(WAIT, sock.next()).await.expect("hello_ack in time") {
+            Some(Ok(Message::Text(t))) => {
+                let ack: Value = serde_json::from_str(t.as_str()).unwrap();
+                assert_eq!((ack["kind"].as_str(), ack["ok"].as_bool()), (Some("hello_ack"), Some(true)), "{ack}");
+                break;
+            }
+            Some(Ok(_)) => continue,
+            other => panic!("expected hello_ack, got {other:?}"),
+        }
+    }
+    until("the link to register", || hub.link(ws).is_some()).await;
+    sock
+}
+
+fn row<'a>(answer: &'a Value, device_id: &str) -> &'a Value {
+    answer["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["device_id"] == device_id)
+        .unwrap_or_else(|| panic!("{device_id} listed: {answer}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_devices_route_shows_each_links_live_state() {
+    let (e, hub) = InProc::start_registry_linked().await;
+    let first = e.enroll("first");
+    let second = e.enroll("second");
+    let (ws1, id2) = (first.device.workstation_id.clone(), second.device.device_id.clone());
+    let me = Some((ws1.as_str(), first.device_secret.as_str()));
+    let list = || async { e.device_call(Method::GET, "/devices", me, None).await.json() };
+
+    // Nobody linked yet: both offline, nothing seen, nothing running.
+    let v = list().await;
+    for id in [&ws1, &id2] {
+        let d = row(&v, id);
+        assert_eq!(
+            (d["connection"].as_str(), &d["last_seen_ago_ms"], &d["active_requests"], &d["runtime_version"]),
+            (Some("offline"), &Value::Null, &json!(0), &Value::Null),
+            "{d}"
+        );
+    }
+
+    // The first links: online, with the runtime its hello reported; the second stays offline.
+    let sock = link(&e, &hub, &ws1, &first.device_secret).await;
+    let v = list().await;
+    let d = row(&v, &ws1);
+    assert_eq!((d["connection"].as_str(), d["last_seen_ago_ms"].as_u64()), (Some("online"), Some(0)), "{d}");
+    assert_eq!((d["runtime_version"].as_str(), d["runtime_generation"].as_str()), (Some("9.9.9"), Some("gen-b")), "{d}");
+    assert_eq!((d["health"].as_str(), d["active_requests"].as_u64()), (Some("ok"), Some(0)), "{d}");
+    // The registry record is still all there, and no secret.
+    assert_eq!((d["name"].as_str(), d["authorization"].as_str(), d["workstation_id"].as_str()), (Some("first"), Some("active"), Some(ws1.as_str())));
+    assert!(!v.to_string().contains("devsec_"), "{v}");
+    assert_eq!(row(&v, &id2)["connection"], "offline");
+
+    // Silent past the stale limit (the edge's clock): stale, but still linked.
+    e.clock.advance_ms(STALE_AFTER.as_millis() as i64 + 1);
+    let v = list().await;
+    assert_eq!((row(&v, &ws1)["connection"].as_str(), row(&v, &ws1)["last_seen_ago_ms"].as_u64()), (Some("stale"), Some(45_001)));
+
+    // The same rows as herdr_devices gives a connector.
+    let (_, tokens, _) = e.tokens().await;
+    let tool = e.http.mcp(&tokens.access, "tools/call", json!({"name": "herdr_devices", "arguments": {}})).await.json();
+    let tool = &tool["result"]["structuredContent"];
+    for key in ["connection", "last_seen_ago_ms", "active_requests", "runtime_version", "runtime_generation", "health"] {
+        assert_eq!(row(tool, &ws1)[key], row(&v, &ws1)[key], "{key}");
+        assert_eq!(row(tool, &id2)[key], row(&v, &id2)[key], "{key}");
+    }
+
+    // The link goes away: offline again.
+    drop(sock);
+    until("the link to end", || hub.link(&ws1).is_none()).await;
+    assert_eq!(row(&list().await, &ws1)["connection"], "offline");
+}
+
+/// A registry that cannot be read.
+struct Unreadable;
+
+impl LinkAuthenticator for Unreadable {
+    fn verify_link(&self, _: &str, _: &str) -> Result<DeviceInfo, LinkAuthError> {
+        Err(LinkAuthError::Unavailable("disk I/O error".into()))
+    }
+    fn list_devices(&self) -> Result<Vec<DeviceInfo>, String> {
+        Err("disk I/O error".into())
+    }
+}
+
+#[tokio::test]
+async fn an_unreadable_registry_is_an_error_not_an_empty_list() {
+    let (e, _hub) = InProc::start_linked(Arc::new(Unreadable)).await;
+    let (_, tokens, _) = e.tokens().await;
+    let r = e.http.mcp(&tokens.access, "tools/call", json!({"name": "herdr_devices", "arguments": {}})).await.json();
+    let result = &r["result"];
+    assert_eq!(result["isError"], true, "{r}");
+    let payload = &result["structuredContent"];
+    assert_eq!((payload["ok"].as_bool(), payload["code"].as_str()), (Some(false), Some("device_registry_unavailable")), "{r}");
+    assert!(!r.to_string().contains("disk I/O"), "the cause stays in the edge's log: {r}");
+
+    // The route, whose own registry reads fine, says so too instead of listing every device offline.
+    let d = e.enroll("one");
+    let r = e.device_call(Method::GET, "/devices", Some((&d.device.workstation_id, &d.device_secret)), None).await;
+    assert_eq!((r.status, r.json()["code"].as_str()), (500, Some("device_registry_unavailable")), "{}", r.body);
+}
