@@ -1,6 +1,6 @@
 //! The edge's public surface beyond the OAuth flow itself: every discovery and
 //! registration alias a client may probe, `/health` beside `/info`, CORS
-//! preflight, notifications, SSE framing of the MCP handshake, the pending page
+//! preflight, notifications, SSE framing of the MCP handshake, the `GET /mcp` probe, the pending page
 //! in each language, `server/discover` answered by the edge itself, the 19-action catalog with its `device` selector and
 //! read-only hints, and that a provider-side "disconnect" (an RFC 7009 call)
 //! finds no endpoint and revokes nothing.
@@ -137,6 +137,41 @@ async fn the_handshake_is_framed_as_sse_when_the_client_accepts_it() {
     let r = post("text/event-stream", "ping").await.unwrap();
     assert_eq!(r.headers()["content-type"], "text/event-stream");
     assert_eq!(sse_message(&r.text().await.unwrap())["result"], json!({}));
+}
+
+/// Spec §10: `GET /mcp` is a sessionless SSE probe. The edge pushes nothing, so
+/// the stream opens, tells the client to wait before reopening it, and ends; it
+/// still needs the bearer, and a GET that does not take SSE is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_mcp_is_a_sessionless_sse_probe() {
+    let e = InProc::start().await;
+    let (_, t, _) = e.tokens().await;
+    let get = |bearer: Option<&str>, accept: &str| {
+        let mut rb = e.http.client.get(format!("{}/mcp", e.http.base)).header("accept", accept);
+        if let Some(b) = bearer {
+            rb = rb.header("authorization", format!("Bearer {b}"));
+        }
+        rb.header("user-agent", "openai-mcp/1.0.0").send()
+    };
+    let r = tokio::time::timeout(std::time::Duration::from_secs(10), get(Some(&t.access), "text/event-stream")).await.expect("answered").unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(r.headers()["content-type"], "text/event-stream");
+    assert!(r.headers().get("mcp-session-id").is_none(), "stateless: no session");
+    // The body ends by itself: the probe holds no connection open.
+    let body = tokio::time::timeout(std::time::Duration::from_secs(10), r.text()).await.expect("the probe ends").unwrap();
+    let retry = herdr_mcp::edge::mcp::SSE_PROBE_RETRY_MS;
+    assert_eq!(body, format!(": connected\nretry: {retry}\n\n"));
+    assert!(!body.contains("data:"), "no event is sent: {body:?}");
+
+    let r = get(None, "text/event-stream").await.unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+    assert!(r.headers()["www-authenticate"].to_str().unwrap().contains("resource_metadata="));
+    let r = get(Some(&t.access), "application/json").await.unwrap();
+    assert_eq!(r.status().as_u16(), 406);
+    assert_eq!(r.json::<Value>().await.unwrap()["error"]["code"], -32600);
+    // Only GET and POST are served; DELETE has no session to end.
+    let r = e.http.client.delete(format!("{}/mcp", e.http.base)).header("authorization", format!("Bearer {}", t.access)).send().await.unwrap();
+    assert_eq!((r.status().as_u16(), r.headers()["allow"].to_str().unwrap()), (405, "GET, POST"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -200,6 +200,29 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty()).then(|| token.trim())
 }
 
+/// How long a client should wait before it opens the GET stream again. The edge
+/// never pushes anything, so there is no reason to come back soon.
+pub const SSE_PROBE_RETRY_MS: u64 = 300_000;
+
+/// `GET /mcp` (spec §10): a sessionless SSE probe. The edge is stateless and sends
+/// nothing unprompted, so the stream says it is connected, asks the client to
+/// wait [`SSE_PROBE_RETRY_MS`] before reopening it, and ends: no connection is
+/// held open (nor keeps a shutdown waiting) for messages that never come.
+fn sse_probe(headers: &HeaderMap) -> Response {
+    let accepts_sse = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.to_ascii_lowercase().contains("text/event-stream"));
+    if !accepts_sse {
+        return json_response(406, rpc_error(Value::Null, -32600, "GET /mcp is an event stream: send Accept: text/event-stream"));
+    }
+    let mut resp = (StatusCode::OK, format!(": connected\nretry: {SSE_PROBE_RETRY_MS}\n\n")).into_response();
+    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    resp
+}
+
 fn rpc_error(id: Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
 }
@@ -213,9 +236,12 @@ async fn endpoint(State(s): State<Arc<EdgeState>>, method: axum::http::Method, h
         }
         _ => return unauthorized(&s),
     };
+    if method == axum::http::Method::GET {
+        return sse_probe(&headers);
+    }
     if method != axum::http::Method::POST {
-        let mut resp = StatusCode::METHOD_NOT_ALLOWED.into_response();
-        resp.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+        let mut resp = json_response(405, rpc_error(Value::Null, -32600, "use POST for requests, or GET with Accept: text/event-stream"));
+        resp.headers_mut().insert(header::ALLOW, HeaderValue::from_static("GET, POST"));
         return resp;
     }
     let body = match read_body(body, MAX_BODY_BYTES, "invalid_request").await {
