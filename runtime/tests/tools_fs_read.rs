@@ -88,3 +88,58 @@ fn directories_missing_files_and_outsiders_are_refused() {
     assert_eq!(r["managed_roots"], json!([repo.root.display().to_string()]));
     assert_reason(&call(&ctx, "herdr_fs_read", json!({"path": repo.p(".env")})), "secret_path_denied");
 }
+
+/// The last line reads normally; one line past it, and far past it, is refused
+/// with the file's line count, so a model with stale or wrong line numbers learns
+/// where the file ends instead of getting an empty window.
+#[test]
+fn start_line_past_the_end_is_refused_with_the_line_count() {
+    let repo = Repo::with_files(&[("f.txt", "one\ntwo\nthree\n")]);
+    let ctx = repo.ctx();
+    let r = call(&ctx, "herdr_fs_read", json!({"path": repo.p("f.txt"), "start_line": 3}));
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(r["lines"], json!({"start": 3, "end": 3, "total": 3}));
+    assert_eq!(r["content"], "three\n");
+    for start in [4u64, 5, 9_007_199_254_740_991] {
+        let r = call(&ctx, "herdr_fs_read", json!({"path": repo.p("f.txt"), "start_line": start}));
+        assert_code(&r, "start_line_past_end");
+        assert_eq!(r["start_line"], start, "{r}");
+        assert_eq!(r["total_lines"], 3, "{r}");
+        assert_eq!(r["path"], repo.p("f.txt"), "{r}");
+        assert_eq!(r["bytes"], 14, "{r}");
+        let message = r["message"].as_str().unwrap();
+        assert!(message.contains(&format!("start_line {start}")) && message.contains("3 lines"), "{message}");
+        assert!(r.get("content").is_none(), "{r}");
+    }
+    // An explicit end_line changes nothing: the window starts past the end.
+    let r = call(&ctx, "herdr_fs_read", json!({"path": repo.p("f.txt"), "start_line": 4, "end_line": 10}));
+    assert_code(&r, "start_line_past_end");
+}
+
+/// A file without a final newline still ends at its last line.
+#[test]
+fn the_last_line_without_a_newline_is_the_end() {
+    let repo = Repo::with_files(&[("f.txt", "one\ntwo")]);
+    let ctx = repo.ctx();
+    let r = call(&ctx, "herdr_fs_read", json!({"path": repo.p("f.txt"), "start_line": 2}));
+    assert_eq!((r["content"].as_str(), r["lines"]["total"].as_u64()), (Some("two"), Some(2)), "{r}");
+    let r = call(&ctx, "herdr_fs_read", json!({"path": repo.p("f.txt"), "start_line": 3}));
+    assert_code(&r, "start_line_past_end");
+    assert_eq!(r["total_lines"], 2);
+}
+
+/// An empty file has no lines, yet reading it from the start is a normal, empty
+/// read (the default call must work on any file); asking for line 2 is past its end.
+#[test]
+fn an_empty_file_reads_empty_from_line_one_only() {
+    let repo = Repo::with_files(&[("empty.txt", "")]);
+    let ctx = repo.ctx();
+    let r = call(&ctx, "herdr_fs_read", json!({"path": repo.p("empty.txt")}));
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(r["content"], "");
+    assert_eq!(r["lines"], json!({"start": 1, "end": 0, "total": 0}));
+    assert_eq!((r["next_start_line"].is_null(), r["truncated"].as_bool()), (true, Some(false)), "{r}");
+    let r = call(&ctx, "herdr_fs_read", json!({"path": repo.p("empty.txt"), "start_line": 2}));
+    assert_code(&r, "start_line_past_end");
+    assert_eq!(r["total_lines"], 0);
+}

@@ -36,8 +36,8 @@ pub fn spec() -> ToolSpec {
             "from start_line (1-based) unless end_line says otherwise, and never more than max_bytes ",
             "(default 16384): a byte cut always ends on a whole line. When more remains, the result gives ",
             "next_start_line, so page through a big file by calling again with start_line set to it. The ",
-            "result also reports the file's total line count and size. Invalid UTF-8 is shown with ",
-            "replacement characters.",
+            "result also reports the file's total line count and size; a start_line after the last line is ",
+            "refused with start_line_past_end and that count. Invalid UTF-8 is shown with replacement characters.",
             crate::path_rules!()
         ),
         input_schema: schema,
@@ -113,6 +113,15 @@ impl Read {
             Ok(read) => read,
             Err(e) => return super::common::path_refusal("read_failed", path, format!("cannot read {}: {e}", path.display())),
         };
+        // A window that starts after the last line is refused rather than answered
+        // with empty content: paging by next_start_line never gets here, so the
+        // caller's line numbers are wrong or stale (another file, an older
+        // version), and an empty "ok" would hide that. The count tells it where
+        // the file ends. Line 1 of an empty file stays a normal, empty read, so
+        // the default call works on every file.
+        if start > window.total.max(1) {
+            return past_end(path, &resolved.root, start, window.total, size);
+        }
         let last = start + window.returned - 1;
         let truncated_by = if window.cut_by_bytes {
             Some("bytes")
@@ -141,6 +150,26 @@ impl Read {
         }
         ToolOutput::payload(payload)
     }
+}
+
+/// `start_line_past_end`: the file has `total` lines, all before `start`.
+fn past_end(path: &std::path::Path, root: &std::path::Path, start: u64, total: u64, size: u64) -> ToolOutput {
+    let ends = match total {
+        0 => "it is empty".to_string(),
+        1 => "it has 1 line".to_string(),
+        n => format!("it has {n} lines, so start_line may be 1 to {n}"),
+    };
+    ToolOutput::code(
+        "start_line_past_end",
+        format!("start_line {start} is past the end of {}: {ends}", path.display()),
+        json!({
+            "path": path.to_string_lossy(),
+            "root": root.to_string_lossy(),
+            "start_line": start,
+            "total_lines": total,
+            "bytes": size,
+        }),
+    )
 }
 
 /// The window of a file and the size to report for it.
