@@ -155,7 +155,13 @@ fn image_errors() {
     let r = call(&ctx, "herdr_fs_image", json!({"path": repo.p("pic.png"), "max_bytes": PNG.len() - 1}));
     assert_reason(&r, "image_too_large");
     assert_eq!(r["bytes"], PNG.len());
-    assert_reason(&call(&ctx, "herdr_fs_image", json!({"path": repo.p("a.rs")})), "unsupported_image");
+    let r = call(&ctx, "herdr_fs_image", json!({"path": repo.p("a.rs")}));
+    assert_reason(&r, "unsupported_image");
+    let hint = r["hint"].as_str().unwrap_or_default();
+    assert!(["png", "jpeg", "gif", "webp", "herdr_fs_read"].iter().all(|w| hint.contains(w)), "{r}");
+    let at_max = call(&ctx, "herdr_fs_image", json!({"path": repo.p("pic.png"), "max_bytes": 8_000_000}));
+    assert_eq!(at_max["ok"], true, "{at_max}");
+    assert_code(&call(&ctx, "herdr_fs_image", json!({"path": repo.p("pic.png"), "max_bytes": 0})), "invalid_params");
     assert_reason(&call(&ctx, "herdr_fs_image", json!({"path": repo.p("src")})), "not_a_file");
     assert_code(&call(&ctx, "herdr_fs_image", json!({"path": repo.p("pic.png"), "max_bytes": 8_000_001})), "invalid_params");
 }

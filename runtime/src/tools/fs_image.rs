@@ -62,7 +62,10 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
         return ToolOutput::refusal(
             "unsupported_image",
             format!("{} is not a supported image; use png, jpeg, gif or webp", path.display()),
-            json!({"path": path.display().to_string()}),
+            json!({
+                "path": path.display().to_string(),
+                "hint": "Only png, jpeg, gif and webp files can be shown as images; read a text file with herdr_fs_read.",
+            }),
         );
     };
     if meta.len() > max_bytes {
