@@ -395,3 +395,19 @@ async fn inspect_tool_overlays_live_herdr_on_the_standalone_payload() {
     let out = call(&r.ctx, "herdr_inspect", json!({})).await.payload;
     assert_eq!((out["code"].clone(), out["failure_phase"].clone()), (json!("parse_error"), json!("ping")));
 }
+
+/// The guide's live block follows the runtime: connected while Herdr's event
+/// cache is live, configured-but-silent when Herdr does not answer.
+#[tokio::test]
+async fn skill_reports_herdr_as_the_runtime_sees_it() {
+    let live = rig().await;
+    let out = call(&live.ctx, "herdr_skill", json!({"include_native_reference": false})).await.payload;
+    let status = out["runtime"]["herdr"].as_str().unwrap();
+    assert!(status.starts_with("connected"), "{status}");
+    assert!(out["content"].as_str().unwrap().contains(status), "the text block says the same");
+
+    let dir = tempfile::tempdir().unwrap();
+    let silent = context(Some(HerdrService::new(config(&dir.path().join("absent.sock")), None)), None, false);
+    let out = call(&silent, "herdr_skill", json!({})).await.payload;
+    assert!(out["runtime"]["herdr"].as_str().unwrap().starts_with("configured but not answering"), "{out}");
+}

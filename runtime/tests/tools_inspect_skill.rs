@@ -96,6 +96,9 @@ fn skill_returns_bundled_guidance_and_live_identity() {
     assert_eq!(hash, expected);
     assert_eq!(r["runtime"]["contract"]["epoch"], herdr_mcp::contract::CONTRACT_EPOCH);
     assert!(content.contains(hash), "the live block must carry the hash");
+    // Without Herdr and exec services the block says both are missing.
+    assert!(r["runtime"]["herdr"].as_str().unwrap().starts_with("unavailable"), "{r}");
+    assert!(r["runtime"]["exec"].as_str().unwrap().starts_with("unavailable"), "{r}");
     let r = call(&ctx, "herdr_skill", json!({"include_native_reference": false, "refresh": true}));
     assert!(r.get("native_reference").is_none());
     assert!(!r["content"].as_str().unwrap().contains("Coordinating agents"));

@@ -59,6 +59,18 @@ pub fn contract_identity() -> &'static (usize, String) {
     })
 }
 
+/// What the guide's live block says about Herdr. It must follow the runtime:
+/// a model told "unavailable" while Herdr runs would never use the Herdr tools.
+/// The event cache is live only while Herdr answers; without it Herdr is
+/// configured but was not reachable when last tried.
+fn herdr_status(ctx: &ToolContext) -> &'static str {
+    match &ctx.services.herdr {
+        None => "unavailable (this runtime has no Herdr connection: files, git and exec only)",
+        Some(herdr) if herdr.cache.is_live() => "connected (workspaces, panes and agents come from Herdr)",
+        Some(_) => "configured but not answering right now (herdr_inspect shows the details)",
+    }
+}
+
 fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
     let (tool_count, hash) = contract_identity();
     let info = &ctx.info;
@@ -68,7 +80,8 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
         "build": {"commit": info.build_commit, "started_at": info.started_at, "pid": info.pid},
         "boot_id": info.boot_id,
         "contract": {"epoch": CONTRACT_EPOCH, "hash": hash, "tool_count": tool_count},
-        "herdr": "unavailable (standalone runtime: files and git only)",
+        "herdr": herdr_status(ctx),
+        "exec": if ctx.services.exec.is_some() { "available" } else { "unavailable (no state database; see the runtime log)" },
     });
     let block = serde_json::to_string_pretty(&runtime).unwrap_or_default();
     let mut content = format!("{}\n\n## Live herdr-mcp runtime context\n\n```json\n{block}\n```\n", PROJECT_SKILL.trim_end());
