@@ -333,6 +333,12 @@ impl ExecRegistry {
         KillOutcome::Signalled
     }
 
+    /// Every session this process still holds (running, or ended within the
+    /// retention period), in no particular order.
+    pub fn list(&self) -> Vec<Arc<Session>> {
+        self.sessions().values().cloned().collect()
+    }
+
     pub fn stats(&self) -> ExecStats {
         let sessions = self.sessions();
         ExecStats { count: sessions.len(), running: sessions.values().filter(|s| s.running()).count() }

@@ -87,6 +87,7 @@ fn run(ctx: &ToolContext, _args: &Map<String, Value>) -> ToolOutput {
     let roots: Vec<String> = policy.managed_roots().iter().map(|r| r.display().to_string()).collect();
     let default_cwd = policy.relative_base.as_ref().map(|p| p.display().to_string());
     let (tool_count, hash) = contract_identity();
+    let (exec_sessions, exec_ready, exec_diagnostics) = super::inspect_exec::exec_sessions(ctx);
     let build = json!({
         "commit": info.build_commit,
         "built_at": Value::Null,
@@ -134,8 +135,9 @@ fn run(ctx: &ToolContext, _args: &Map<String, Value>) -> ToolOutput {
             },
             "exec_environment": exec_environment(),
             "boot_id": info.boot_id,
-            "exec_sessions": [],
-            "exec_sessions_ready": false,
+            "exec_sessions": exec_sessions,
+            "exec_sessions_ready": exec_ready,
+            "exec_sessions_diagnostics": exec_diagnostics,
         },
     }))
 }

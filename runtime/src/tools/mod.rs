@@ -27,6 +27,7 @@ pub mod unsized_read;
 pub mod mutation;
 pub mod git_cli;
 pub mod inspect;
+pub mod inspect_exec;
 pub mod skill;
 pub mod git;
 pub mod fs_write;
