@@ -42,6 +42,7 @@ pub mod call;
 pub mod methods;
 pub mod prompt;
 pub mod since;
+mod validation;
 
 /// Everything a tool handler may consult. Shared as `Arc<ToolContext>` by all calls.
 /// Build it with [`ToolContext::new`]; optional subsystems hang off `services`.
@@ -251,7 +252,7 @@ impl ToolRegistry {
         // `null` counts as absent (spec §0): drop null members before validation.
         args.retain(|_, v| !v.is_null());
         let instance = Value::Object(args);
-        if let Some(refusal) = validate(&entry.validator, &instance) {
+        if let Some(refusal) = validate(&entry.validator, &entry.schema, &instance) {
             return refusal;
         }
         let Value::Object(args) = instance else {
@@ -271,7 +272,7 @@ impl ToolRegistry {
 }
 
 /// Runs the schema validator and turns every error into `{pointer, message}`.
-fn validate(validator: &jsonschema::Validator, instance: &Value) -> Option<ToolOutput> {
+fn validate(validator: &jsonschema::Validator, schema: &Value, instance: &Value) -> Option<ToolOutput> {
     // The yes/no check skips the error bookkeeping that only a failure needs.
     if validator.is_valid(instance) {
         return None;
@@ -280,19 +281,16 @@ fn validate(validator: &jsonschema::Validator, instance: &Value) -> Option<ToolO
         .iter_errors(instance)
         .map(|e| {
             let pointer = e.instance_path().to_string();
-            json!({"pointer": if pointer.is_empty() { "/".to_string() } else { pointer }, "message": e.to_string()})
+            let message = validation::message(schema, &e).unwrap_or_else(|| e.to_string());
+            json!({"pointer": if pointer.is_empty() { "/".to_string() } else { pointer }, "message": message})
         })
         .collect();
     if errors.is_empty() {
         return None;
     }
+    // The first error, worded as the contract words it (spec §0), is the message.
     let first = errors[0]["message"].as_str().unwrap_or("invalid arguments").to_string();
-    let pointer = errors[0]["pointer"].as_str().unwrap_or("/").to_string();
-    Some(ToolOutput::code(
-        "invalid_params",
-        format!("{pointer}: {first}"),
-        json!({"errors": errors}),
-    ))
+    Some(ToolOutput::code("invalid_params", first, json!({"errors": errors})))
 }
 
 /// Every tool of the contract, in catalog order. Tools not yet implemented are

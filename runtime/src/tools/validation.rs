@@ -1,0 +1,67 @@
+//! Argument errors in the contract's words (spec §0): `<key> must be a string`,
+//! `<key> must be an integer in MIN..=MAX`, and the length limits of strings. A model fixes its call from the
+//! message alone, so it names the argument and the allowed range instead of
+//! echoing the schema keyword that failed.
+
+use jsonschema::error::{ValidationError, ValidationErrorKind};
+use serde_json::Value;
+
+/// The contract wording of `e`, or `None` for errors it has no wording for (the
+/// validator's own message is used then).
+pub fn message(schema: &Value, e: &ValidationError<'_>) -> Option<String> {
+    let key = key(&e.instance_path().to_string())?;
+    let keyword_path = e.schema_path().to_string();
+    // The schema of the argument: the keyword's parent in the schema.
+    let (parent, _) = keyword_path.rsplit_once('/')?;
+    let property = schema.pointer(parent)?;
+    match e.kind() {
+        ValidationErrorKind::Minimum { .. } | ValidationErrorKind::Maximum { .. } => {
+            let kind = a(property
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("number"));
+            let (min, max) = (property.get("minimum"), property.get("maximum"));
+            Some(match (min, max) {
+                (Some(min), Some(max)) => format!("{key} must be {kind} in {min}..={max}"),
+                (Some(min), None) => format!("{key} must be {kind} >= {min}"),
+                (None, Some(max)) => format!("{key} must be {kind} <= {max}"),
+                (None, None) => return None,
+            })
+        }
+        ValidationErrorKind::Type { .. } => {
+            let kind = property.get("type").and_then(Value::as_str)?;
+            Some(format!("{key} must be {}", a(kind)))
+        }
+        ValidationErrorKind::MinLength { limit: 1 } => Some(format!("{key} must not be empty")),
+        ValidationErrorKind::MinLength { limit } => {
+            Some(format!("{key} must be at least {limit} characters long"))
+        }
+        ValidationErrorKind::MaxLength { limit } => {
+            Some(format!("{key} must be at most {limit} characters long"))
+        }
+        _ => None,
+    }
+}
+
+/// `wait.timeout_ms` for the instance path `/wait/timeout_ms`; `None` for the
+/// arguments object itself, whose errors name no single argument.
+fn key(instance_path: &str) -> Option<String> {
+    let inner = instance_path.strip_prefix('/')?;
+    (!inner.is_empty()).then(|| {
+        inner
+            .split('/')
+            .map(|s| s.replace("~1", "/").replace("~0", "~"))
+            .collect::<Vec<_>>()
+            .join(".")
+    })
+}
+
+/// "an integer", "a string".
+fn a(kind: &str) -> String {
+    let article = if kind.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    format!("{article} {kind}")
+}

@@ -1,0 +1,179 @@
+//! Every integer limit of the contract (spec §1) at its edges, through the
+//! registry: min-1 and max+1 are refused with `invalid_params` worded as the
+//! contract words it (`<key> must be an integer in MIN..=MAX`), min, min+1,
+//! max-1 and max get past validation. The table is the spec's; a schema that
+//! drifts from it fails here.
+
+mod tools_support;
+
+use serde_json::{Map, Value, json};
+use tools_support::*;
+
+const MAX_SAFE: u64 = 9_007_199_254_740_991;
+
+/// `(tool, key, min, max)` as spec §1 gives them.
+const LIMITS: &[(&str, &str, u64, u64)] = &[
+    ("herdr_fs_read", "start_line", 1, MAX_SAFE),
+    ("herdr_fs_read", "end_line", 1, MAX_SAFE),
+    ("herdr_fs_read", "max_bytes", 1, 262_144),
+    ("herdr_fs_list", "max_entries", 1, 2000),
+    ("herdr_fs_grep", "max_matches", 1, 1000),
+    ("herdr_fs_grep", "max_bytes", 1, 1_048_576),
+    ("herdr_fs_image", "max_bytes", 1, 8_000_000),
+    ("herdr_git", "max_count", 1, 100),
+    ("herdr_git", "max_bytes", 1, 512_000),
+    ("herdr_exec_read", "offset", 0, MAX_SAFE),
+    ("herdr_exec_read", "limit", 1, 262_144),
+    ("herdr_exec", "timeout_ms", 1, 60_000),
+    ("herdr_since", "cursor", 0, MAX_SAFE),
+    ("herdr_prompt", "wait.timeout_ms", 1, 60_000),
+];
+
+/// Arguments that make each tool valid apart from the limit under test. The
+/// calls may still fail (no Herdr, no exec, a window past the end), just never
+/// with invalid_params.
+fn base(repo: &Repo, tool: &str) -> Value {
+    match tool {
+        "herdr_fs_read" => json!({"path": repo.p("f.txt"), "end_line": MAX_SAFE}),
+        "herdr_fs_list" => json!({"path": repo.p("")}),
+        "herdr_fs_grep" => json!({"root": repo.p(""), "pattern": "x"}),
+        "herdr_fs_image" => json!({"path": repo.p("f.txt")}),
+        "herdr_git" => json!({"root": repo.p(""), "action": "log"}),
+        "herdr_exec_read" => json!({"session_id": "es_1-1-1"}),
+        "herdr_exec" => json!({"workspace": "w", "command": "true"}),
+        "herdr_since" => json!({}),
+        "herdr_prompt" => json!({"target": "pi", "text": "hi", "wait": {}}),
+        other => panic!("no base arguments for {other}"),
+    }
+}
+
+fn with(mut args: Value, key: &str, value: Value) -> Value {
+    let mut at = &mut args;
+    let mut parts = key.split('.').peekable();
+    while let Some(part) = parts.next() {
+        if parts.peek().is_none() {
+            at[part] = value;
+            break;
+        }
+        at = &mut at[part];
+    }
+    args
+}
+
+#[test]
+fn every_integer_limit_holds_at_its_edges() {
+    let repo = Repo::with_files(&[("f.txt", "x\n")]);
+    let ctx = repo.ctx();
+    for &(tool, key, min, max) in LIMITS {
+        let expected = format!("{key} must be an integer in {min}..={max}");
+        let pointer = format!("/{}", key.replace('.', "/"));
+        let mut inside = vec![min, min + 1, max - 1, max];
+        inside.dedup();
+        for value in inside {
+            let r = call(&ctx, tool, with(base(&repo, tool), key, json!(value)));
+            assert_ne!(
+                r["code"], "invalid_params",
+                "{tool} {key}={value} is within the limit: {r}"
+            );
+        }
+        let mut outside = vec![json!(max + 1)];
+        if min > 0 {
+            outside.push(json!(min - 1));
+        } else {
+            outside.push(json!(-1));
+        }
+        for value in outside {
+            let r = call(&ctx, tool, with(base(&repo, tool), key, value.clone()));
+            assert_code(&r, "invalid_params");
+            assert_eq!(r["message"], expected, "{tool} {key}={value}");
+            assert_eq!(r["errors"][0]["pointer"], pointer, "{tool} {key}={value}");
+        }
+    }
+}
+
+/// Wrong types name the argument and the type it needs.
+#[test]
+fn wrong_types_name_the_argument_and_its_type() {
+    let repo = Repo::with_files(&[("f.txt", "x\n")]);
+    let ctx = repo.ctx();
+    let cases: &[(&str, Value, &str)] = &[
+        ("herdr_fs_read", json!({"path": 5}), "path must be a string"),
+        (
+            "herdr_fs_read",
+            json!({"path": repo.p("f.txt"), "max_bytes": "5"}),
+            "max_bytes must be an integer",
+        ),
+        (
+            "herdr_fs_read",
+            json!({"path": repo.p("f.txt"), "start_line": 1.5}),
+            "start_line must be an integer",
+        ),
+        (
+            "herdr_fs_list",
+            json!({"path": repo.p(""), "recursive": "yes"}),
+            "recursive must be a boolean",
+        ),
+        (
+            "herdr_prompt",
+            json!({"target": "pi", "text": "hi", "wait": []}),
+            "wait must be an object",
+        ),
+        (
+            "herdr_exec",
+            json!({"workspace": "w", "steps": {}}),
+            "steps must be an array",
+        ),
+    ];
+    for (tool, args, expected) in cases {
+        let r = call(&ctx, tool, args.clone());
+        assert_code(&r, "invalid_params");
+        assert_eq!(r["message"], *expected, "{tool} {args}");
+    }
+}
+
+/// String length limits: the empty string and one character past the maximum.
+#[test]
+fn string_lengths_hold_at_their_edges() {
+    let repo = Repo::with_files(&[]);
+    let ctx = repo.ctx();
+    let key = |n: usize| "k".repeat(n);
+    let cases: &[(&str, Map<String, Value>, &str, usize)] = &[
+        (
+            "herdr_exec",
+            obj(json!({"workspace": "w", "command": "true", "intent": "read_only"})),
+            "idempotency_key",
+            256,
+        ),
+        (
+            "herdr_prompt",
+            obj(json!({"target": "pi", "text": "hi"})),
+            "idempotency_key",
+            256,
+        ),
+    ];
+    for (tool, args, field, max) in cases {
+        let call_with = |value: String| {
+            let mut args = args.clone();
+            args.insert(field.to_string(), json!(value));
+            call(&ctx, tool, Value::Object(args))
+        };
+        for n in [1, max - 1, *max] {
+            let r = call_with(key(n));
+            assert_ne!(r["code"], "invalid_params", "{tool} {field} of {n}: {r}");
+        }
+        let r = call_with(key(max + 1));
+        assert_code(&r, "invalid_params");
+        assert_eq!(
+            r["message"],
+            format!("{field} must be at most {max} characters long"),
+            "{tool}"
+        );
+        let r = call_with(String::new());
+        assert_code(&r, "invalid_params");
+        assert_eq!(r["message"], format!("{field} must not be empty"), "{tool}");
+    }
+}
+
+fn obj(v: Value) -> Map<String, Value> {
+    v.as_object().unwrap().clone()
+}
