@@ -65,6 +65,8 @@ fn inspect_lists_one_workspace_per_root_with_git_state() {
     assert_eq!(r["herdr"]["available"], false);
     assert_eq!(r["build"]["runtime"], "rust");
     assert!(r["contract"]["hash"].as_str().unwrap().starts_with("sha256:"));
+    // tabs and panes are lists of ids, as with Herdr, empty without it.
+    assert!(ws.iter().all(|w| w["tabs"] == json!([]) && w["panes"] == json!([])), "{r}");
     // Workspace ids are the directory names.
     let ids: Vec<&str> = ws.iter().map(|w| w["id"].as_str().unwrap()).collect();
     assert!(ids.contains(&clean.root.file_name().unwrap().to_str().unwrap()));

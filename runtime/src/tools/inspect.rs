@@ -75,8 +75,10 @@ fn run(ctx: &ToolContext, _args: &Map<String, Value>) -> ToolOutput {
                 "id": name,
                 "label": name,
                 "cwd": root.display().to_string(),
-                "tabs": 0,
-                "panes": 0,
+                // The same types as with Herdr (lists of ids), so a client reads
+                // both modes alike; a root without Herdr has no tabs or panes.
+                "tabs": [],
+                "panes": [],
                 "focused": i == 0,
                 "projects": [project(root)],
                 "heterogeneous": false,
