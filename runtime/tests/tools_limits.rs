@@ -6,7 +6,7 @@
 
 mod tools_support;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tools_support::*;
 
 const MAX_SAFE: u64 = 9_007_199_254_740_991;
@@ -131,49 +131,76 @@ fn wrong_types_name_the_argument_and_its_type() {
     }
 }
 
-/// String length limits: the empty string and one character past the maximum.
+/// String length limits, in characters: 1 (or 0 where empty is allowed),
+/// max-1 and max get past validation; max+1 and, where a minimum of 1 holds,
+/// the empty string are refused in words that name the limit.
 #[test]
 fn string_lengths_hold_at_their_edges() {
     let repo = Repo::with_files(&[]);
     let ctx = repo.ctx();
-    let key = |n: usize| "k".repeat(n);
-    let cases: &[(&str, Map<String, Value>, &str, usize)] = &[
-        (
-            "herdr_exec",
-            obj(json!({"workspace": "w", "command": "true", "intent": "read_only"})),
-            "idempotency_key",
-            256,
-        ),
-        (
-            "herdr_prompt",
-            obj(json!({"target": "pi", "text": "hi"})),
-            "idempotency_key",
-            256,
-        ),
+    // (tool, other arguments, field, may be empty, max characters)
+    let cases: &[(&str, Value, &str, bool, usize)] = &[
+        ("herdr_exec", json!({"workspace": "w", "command": "true", "intent": "read_only"}), "idempotency_key", false, 256),
+        ("herdr_exec", json!({"command": "true"}), "workspace", false, 256),
+        ("herdr_exec", json!({"workspace": "w"}), "command", false, 65_536),
+        ("herdr_exec_start", json!({"root": repo.p("")}), "command", false, 65_536),
+        ("herdr_exec_read", json!({}), "session_id", false, 128),
+        ("herdr_exec_kill", json!({}), "session_id", false, 128),
+        ("herdr_prompt", json!({"target": "pi", "text": "hi"}), "idempotency_key", false, 256),
+        ("herdr_prompt", json!({"text": "hi"}), "target", false, 256),
+        ("herdr_prompt", json!({"target": "pi"}), "text", true, 65_536),
+        ("herdr_methods", json!({}), "query", true, 256),
+        ("herdr_since", json!({}), "workspace", false, 256),
+        ("herdr_call", json!({}), "method", false, 128),
+        ("herdr_call", json!({"method": "pane.list"}), "params", true, 262_144),
+        ("herdr_fs_list", json!({"path": repo.p("")}), "glob", false, 512),
+        ("herdr_fs_grep", json!({"root": repo.p(""), "pattern": "x"}), "glob", false, 512),
+        ("herdr_fs_grep", json!({"root": repo.p("")}), "pattern", false, 4096),
+        ("herdr_fs_read", json!({}), "path", false, 4096),
+        ("herdr_fs_patch", json!({"root": repo.p("")}), "patch", false, 1_000_000),
     ];
-    for (tool, args, field, max) in cases {
-        let call_with = |value: String| {
+    for (tool, args, field, may_be_empty, max) in cases {
+        let call_with = |n: usize| {
             let mut args = args.clone();
-            args.insert(field.to_string(), json!(value));
-            call(&ctx, tool, Value::Object(args))
+            args[*field] = json!("k".repeat(n));
+            call(&ctx, tool, args)
         };
-        for n in [1, max - 1, *max] {
-            let r = call_with(key(n));
-            assert_ne!(r["code"], "invalid_params", "{tool} {field} of {n}: {r}");
+        let shortest = if *may_be_empty { 0 } else { 1 };
+        for n in [shortest, max - 1, *max] {
+            let r = call_with(n);
+            assert_ne!(r["code"], "invalid_params", "{tool} {field} of {n} characters: {r}");
         }
-        let r = call_with(key(max + 1));
+        let r = call_with(max + 1);
         assert_code(&r, "invalid_params");
-        assert_eq!(
-            r["message"],
-            format!("{field} must be at most {max} characters long"),
-            "{tool}"
-        );
-        let r = call_with(String::new());
-        assert_code(&r, "invalid_params");
-        assert_eq!(r["message"], format!("{field} must not be empty"), "{tool}");
+        assert_eq!(r["message"], format!("{field} must be at most {max} characters long"), "{tool}");
+        if !may_be_empty {
+            let r = call_with(0);
+            assert_code(&r, "invalid_params");
+            assert_eq!(r["message"], format!("{field} must not be empty"), "{tool}");
+        }
     }
 }
 
-fn obj(v: Value) -> Map<String, Value> {
-    v.as_object().unwrap().clone()
+/// herdr_exec's steps: 1..=16 steps of at most 128 arguments each.
+#[test]
+fn exec_steps_hold_at_their_edges() {
+    let repo = Repo::with_files(&[]);
+    let ctx = repo.ctx();
+    let steps = |n: usize, args: usize| {
+        let step = json!({"program": "echo", "args": vec!["a"; args]});
+        json!({"workspace": "w", "steps": vec![step; n]})
+    };
+    for (n, args) in [(1, 0), (15, 1), (16, 127), (16, 128)] {
+        let r = call(&ctx, "herdr_exec", steps(n, args));
+        assert_ne!(r["code"], "invalid_params", "{n} steps of {args} args: {r}");
+    }
+    for (n, args, message) in [
+        (0, 0, "steps must not be empty"),
+        (17, 0, "steps must hold at most 16 items"),
+        (1, 129, "steps.0.args must hold at most 128 items"),
+    ] {
+        let r = call(&ctx, "herdr_exec", steps(n, args));
+        assert_code(&r, "invalid_params");
+        assert_eq!(r["message"], message, "{n} steps of {args} args");
+    }
 }

@@ -1,7 +1,8 @@
 //! Argument errors in the contract's words (spec §0): `<key> must be a string`,
-//! `<key> must be an integer in MIN..=MAX`, and the length limits of strings. A model fixes its call from the
-//! message alone, so it names the argument and the allowed range instead of
-//! echoing the schema keyword that failed.
+//! `<key> must be an integer in MIN..=MAX`, and the length limits of strings
+//! and lists. A model fixes its call from the message alone, so it names the
+//! argument and the allowed range instead of echoing the schema keyword that
+//! failed.
 
 use jsonschema::error::{ValidationError, ValidationErrorKind};
 use serde_json::Value;
@@ -32,6 +33,9 @@ pub fn message(schema: &Value, e: &ValidationError<'_>) -> Option<String> {
             let kind = property.get("type").and_then(Value::as_str)?;
             Some(format!("{key} must be {}", a(kind)))
         }
+        ValidationErrorKind::MinItems { limit: 1 } => Some(format!("{key} must not be empty")),
+        ValidationErrorKind::MinItems { limit } => Some(format!("{key} must hold at least {limit} items")),
+        ValidationErrorKind::MaxItems { limit } => Some(format!("{key} must hold at most {limit} items")),
         ValidationErrorKind::MinLength { limit: 1 } => Some(format!("{key} must not be empty")),
         ValidationErrorKind::MinLength { limit } => {
             Some(format!("{key} must be at least {limit} characters long"))
