@@ -411,3 +411,29 @@ async fn skill_reports_herdr_as_the_runtime_sees_it() {
     let out = call(&silent, "herdr_skill", json!({})).await.payload;
     assert!(out["runtime"]["herdr"].as_str().unwrap().starts_with("configured but not answering"), "{out}");
 }
+
+/// A task-group failure inside Herdr while prompting is reported as Herdr's
+/// internal failure (spec §1.18): not retryable, the delivery unknown, with the
+/// error as Herdr gave it. The key is spent: a retry replays the answer and
+/// never types the prompt a second time.
+#[tokio::test]
+async fn prompt_reports_a_taskgroup_failure_as_herdr_internal() {
+    let r = rig().await;
+    r.sim.set_method_fault("agent.prompt", Some(Fault::TaskGroup));
+    let args = json!({"target": "w1:p1", "text": "hi", "idempotency_key": "tg"});
+    let out = call(&r.ctx, "herdr_prompt", args.clone()).await.payload;
+    assert_eq!(out["ok"], false, "{out}");
+    assert_eq!((out["code"].clone(), out["failure"].clone()), (json!("control_plane_taskgroup"), json!("herdr_internal")), "{out}");
+    assert_eq!(out["failure_phase"], "control_plane_taskgroup");
+    assert_eq!((out["retryable"].clone(), out["delivery_uncertain"].clone(), out["submitted"].clone()), (json!(false), json!(true), json!("unknown")));
+    assert_eq!(out["error"]["type"], "internal_error", "{out}");
+    assert!(out["error"]["message"].as_str().unwrap().contains("TaskGroup"), "{out}");
+    assert!(out["error"]["raw"].as_str().unwrap().contains("TaskGroup"), "{out}");
+    assert_eq!(out["before"]["agent_status"], "idle", "{out}");
+    let sent = r.sim.count("agent.prompt");
+    r.sim.set_method_fault("agent.prompt", None);
+    let again = call(&r.ctx, "herdr_prompt", args).await.payload;
+    assert_eq!(again["idempotent_replay"], true, "{again}");
+    assert_eq!(again["code"], "control_plane_taskgroup");
+    assert_eq!(r.sim.count("agent.prompt"), sent, "the replay sent nothing");
+}

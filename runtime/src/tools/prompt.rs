@@ -11,6 +11,7 @@ use super::common::{object_schema, req_str, str_arg};
 use super::{Access, BoxFuture, Handler, ToolContext, ToolOutput, ToolSpec};
 use crate::herdr::error::{HerdrError, START_HERDR_HINT, codes};
 use crate::herdr::prompt_registry::{Reservation, fingerprint};
+use crate::herdr::utility_pane::is_transient;
 use crate::herdr::HerdrService;
 
 pub const DEFAULT_WAIT_MS: u64 = 25_000;
@@ -24,6 +25,8 @@ const SECOND_LOOK_DELAY: Duration = Duration::from_millis(250);
 pub const MAX_TEXT_BYTES: usize = 64 * 1024;
 const STATUSES: &[&str] = &["idle", "working", "blocked", "done", "unknown"];
 const RESOLVE_CODES: &[&str] = &["agent_not_found", "unknown_agent", "unknown_pane", "pane_not_found"];
+/// Code and failure phase of a task-group failure inside Herdr.
+const TASKGROUP: &str = "control_plane_taskgroup";
 
 pub fn spec() -> ToolSpec {
     ToolSpec {
@@ -98,6 +101,20 @@ fn failure(err: &HerdrError, phase: &str, submitted: Value, target: &str) -> Val
         out["herdr_code"] = json!(err.code);
         out["hint"] = json!(START_HERDR_HINT);
     }
+    out
+}
+
+/// A task group failing inside Herdr while it handled the prompt (spec §1.18).
+/// The text may or may not have been typed, so the outcome is unknown and the
+/// call is not to be repeated blindly: the answer says to look at the agent
+/// first, and carries Herdr's error as it came.
+fn taskgroup_failure(err: &HerdrError, target: &str) -> Value {
+    let mut out = failure(err, TASKGROUP, json!("unknown"), target);
+    out["code"] = json!(TASKGROUP);
+    out["failure"] = json!("herdr_internal");
+    out["retryable"] = json!(false);
+    out["delivery_uncertain"] = json!(true);
+    out["error"] = json!({"type": err.code, "message": err.message, "raw": err.to_string()});
     out
 }
 
@@ -213,6 +230,11 @@ async fn deliver(herdr: &HerdrService, target: &str, text: &str, wait: Option<&V
         }
         Err(e) if e.from_daemon && RESOLVE_CODES.contains(&e.code.as_str()) => {
             return (failure(&e, "resolve", json!(false), target), false);
+        }
+        Err(e) if e.from_daemon && is_transient(&e) => {
+            let mut out = taskgroup_failure(&e, target);
+            out["before"] = before;
+            return (out, true);
         }
         Err(e) => {
             let mut out = failure(&e, "submit_or_response_lost", json!("unknown"), target);

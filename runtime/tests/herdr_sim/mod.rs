@@ -35,6 +35,9 @@ pub enum Fault {
     Oversized,
     /// Close the connection without answering.
     Hangup,
+    /// Answer with the internal error upstream Herdr raises when a task group
+    /// fails (an `ExceptionGroup` escaping its control plane).
+    TaskGroup,
 }
 
 struct Subscriber {
@@ -471,6 +474,12 @@ async fn serve_connection(shared: Arc<Shared>, stream: UnixStream) {
             return;
         }
         Some(Fault::Hangup) => return,
+        Some(Fault::TaskGroup) => {
+            let message = "unhandled errors in a TaskGroup (1 sub-exception)";
+            let reply = json!({"id": id, "error": {"code": "internal_error", "message": message}});
+            let _ = write.write_all(format!("{reply}\n").as_bytes()).await;
+            return;
+        }
         None => {}
     }
     if method == "events.subscribe" {
