@@ -155,7 +155,8 @@ fn enroll_direct(edge: &EdgeProcess, name: &str, device_file: &Path) -> String {
 
 /// `device list` tells which devices are linked right now (spec §9 `connection`),
 /// from the edge's live links: a real `serve --link` brings one online while the
-/// other stays offline, and stopping it takes it offline again.
+/// other stays offline, and stopping it takes it offline again, last seen a
+/// moment ago.
 #[test]
 fn device_list_shows_which_devices_are_linked() {
     let tmp = tempfile::tempdir().unwrap();
@@ -193,6 +194,12 @@ fn device_list_shows_which_devices_are_linked() {
 
     drop(runtime);
     wait_until("the desk to go offline", || (connection(&desk) == "offline").then_some(()));
+    // Offline, it still says when it was last heard; the laptop never linked.
+    let table = run(&home, &["device", "list"], &laptop_file);
+    let text = String::from_utf8_lossy(&table.stdout).to_string();
+    let row = |id: &str| text.lines().find(|l| l.starts_with(id)).unwrap_or_else(|| panic!("{id} in {text}")).split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    assert_eq!((row(&desk)[3].as_str(), row(&desk)[5].as_str()), ("offline", "ago"), "{text}");
+    assert_eq!(row(&laptop)[4], "-", "{text}");
 }
 
 /// Every positional argument of the device and connector commands says in `--help`

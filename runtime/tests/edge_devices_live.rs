@@ -1,8 +1,9 @@
 //! Spec §9: every device row carries the state of its live link (`connection`
 //! online|stale|offline, `last_seen_ago_ms`, `active_requests`, the runtime the
 //! link reported), in `GET /devices` as in `herdr_devices`, taken from the link
-//! hub rather than stored; and an unreadable registry is an error, never an empty
-//! list. A raw WebSocket client plays the link of an enrolled device.
+//! hub rather than stored; an offline device's `last_seen_ago_ms` comes from the
+//! time the registry recorded (spec §8); and an unreadable registry is an error,
+//! never an empty list. A raw WebSocket client plays the link of an enrolled device.
 
 mod edge_support;
 
@@ -151,4 +152,53 @@ async fn an_unreadable_registry_is_an_error_not_an_empty_list() {
     let d = e.enroll("one");
     let r = e.device_call(Method::GET, "/devices", Some((&d.device.workstation_id, &d.device_secret)), None).await;
     assert_eq!((r.status, r.json()["code"].as_str()), (500, Some("device_registry_unavailable")), "{}", r.body);
+}
+
+async fn heartbeat(sock: &mut Ws, ws: &str) {
+    let frame = json!({"protocol_version": 1, "kind": "heartbeat", "workstation_id": ws, "boot_id": "boot-1", "sent_at_ms": 1, "active_requests": 0});
+    sock.send(Message::Text(frame.to_string().into())).await.unwrap();
+}
+
+/// Spec §8: the edge persists when a link was last heard, at most every 5
+/// minutes while it is up and once more when it ends, so an offline device (also
+/// after an edge restart, which loses the live links) still says how long it has
+/// been away instead of null.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_offline_device_says_when_its_link_was_last_heard() {
+    let (e, hub) = InProc::start_registry_linked().await;
+    let d = e.enroll("laptop");
+    let (ws, id) = (d.device.workstation_id.clone(), d.device.device_id.clone());
+    let recorded = || e.devices.device(&id).unwrap().unwrap().last_seen_ms;
+    assert_eq!(recorded(), None, "never linked");
+    let mut sock = link(&e, &hub, &ws, &d.device_secret).await;
+    assert_eq!(recorded(), Some(T0), "written when the link comes up");
+
+    let every = herdr_mcp::edge::link_hub::PERSIST_SEEN_EVERY.as_millis() as i64;
+    assert_eq!(every, 300_000);
+    let heard_now = || hub.link(&ws).is_some_and(|c| c.silent_for(hub.now_ms()) == Duration::ZERO);
+    // A heartbeat just under the period later is heard but not written …
+    e.clock.advance_ms(every - 1);
+    heartbeat(&mut sock, &ws).await;
+    until("the heartbeat to be heard", heard_now).await;
+    assert_eq!(recorded(), Some(T0));
+    // … one at the period is written.
+    e.clock.advance_ms(1);
+    heartbeat(&mut sock, &ws).await;
+    until("the heartbeat to be written", || recorded() == Some(T0 + every)).await;
+    // The link is heard once more, then ends: its last frame is what stays.
+    e.clock.advance_ms(10_000);
+    heartbeat(&mut sock, &ws).await;
+    until("the heartbeat to be heard", heard_now).await;
+    assert_eq!(recorded(), Some(T0 + every));
+    drop(sock);
+    until("the link's end to be written", || recorded() == Some(T0 + every + 10_000)).await;
+
+    e.clock.advance_ms(60_000);
+    let me = Some((ws.as_str(), d.device_secret.as_str()));
+    let v = e.device_call(Method::GET, "/devices", me, None).await.json();
+    let r = row(&v, &id);
+    assert_eq!((r["connection"].as_str(), r["last_seen_ago_ms"].as_u64()), (Some("offline"), Some(60_000)), "{r}");
+    let (_, tokens, _) = e.tokens().await;
+    let tool = e.http.mcp(&tokens.access, "tools/call", json!({"name": "herdr_devices", "arguments": {}})).await.json();
+    assert_eq!(row(&tool["result"]["structuredContent"], &id)["last_seen_ago_ms"], 60_000);
 }

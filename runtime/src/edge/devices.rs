@@ -65,6 +65,9 @@ pub struct Device {
     pub enrolled_at_ms: i64,
     pub updated_at_ms: i64,
     pub revoked_at_ms: Option<i64>,
+    /// When its link was last heard, as the hub last recorded it (at most every
+    /// [`super::link_hub::PERSIST_SEEN_EVERY`] while linked, and when the link ends).
+    pub last_seen_ms: Option<i64>,
 }
 
 impl Device {
@@ -138,7 +141,7 @@ pub struct DeviceRegistry {
 }
 
 const DEVICE_COLUMNS: &str = "device_id, workstation_id, name, aliases, authorization, scheduling, credential_id,
-     enrolled_at_ms, updated_at_ms, revoked_at_ms, name_source";
+     enrolled_at_ms, updated_at_ms, revoked_at_ms, name_source, last_seen_ms";
 
 fn device_from_row(r: &Row<'_>) -> rusqlite::Result<Device> {
     let aliases: String = r.get(3)?;
@@ -154,6 +157,7 @@ fn device_from_row(r: &Row<'_>) -> rusqlite::Result<Device> {
         updated_at_ms: r.get(8)?,
         revoked_at_ms: r.get(9)?,
         name_source: r.get(10)?,
+        last_seen_ms: r.get(11)?,
     })
 }
 
@@ -278,6 +282,19 @@ impl DeviceRegistry {
 
     pub fn device(&self, device_id: &str) -> rusqlite::Result<Option<Device>> {
         self.store.read(|tx| load_device(tx, "device_id", device_id))
+    }
+
+    /// Records that the link of `workstation_id` was heard at `at_ms`; an earlier
+    /// time never replaces a later one. Not an authorization change, so the
+    /// registry generation stays.
+    pub fn record_seen(&self, workstation_id: &str, at_ms: i64) -> rusqlite::Result<()> {
+        self.store.write(|tx| {
+            tx.execute(
+                "UPDATE devices SET last_seen_ms = MAX(COALESCE(last_seen_ms, ?2), ?2) WHERE workstation_id = ?1",
+                params![workstation_id, at_ms],
+            )
+            .map(|_| ())
+        })
     }
 
     /// Renames an active device; the old name joins its aliases (newest last, at

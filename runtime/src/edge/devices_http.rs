@@ -207,7 +207,7 @@ async fn list(State(s): State<Arc<EdgeState>>, headers: HeaderMap) -> Response {
 /// the router has no row for has no link, so it gets the offline values.
 fn with_liveness(d: &Device, live: &[Value]) -> Value {
     let mut row = serde_json::to_value(d).unwrap_or_else(|_| json!({"device_id": d.device_id}));
-    let offline = live_fields(None, 0);
+    let offline = live_fields(None, None, 0);
     let found = live.iter().find(|r| r["device_id"] == d.device_id.as_str());
     if let Some(obj) = row.as_object_mut() {
         for (key, default) in offline {

@@ -15,6 +15,7 @@ fn info(d: Device) -> DeviceInfo {
         authorization: d.authorization,
         scheduling: d.scheduling,
         credential_id: d.credential_id,
+        last_seen_ms: d.last_seen_ms,
     }
 }
 
@@ -29,6 +30,10 @@ impl LinkAuthenticator for DeviceRegistry {
 
     fn registry_generation(&self) -> Result<Option<i64>, String> {
         self.generation().map(Some).map_err(|e| e.to_string())
+    }
+
+    fn record_seen(&self, workstation_id: &str, at_ms: i64) -> Result<(), String> {
+        DeviceRegistry::record_seen(self, workstation_id, at_ms).map_err(|e| e.to_string())
     }
 
     fn offer_name(&self, device: &DeviceInfo, name: &str) -> Result<String, String> {

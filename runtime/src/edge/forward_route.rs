@@ -190,7 +190,7 @@ mod tests {
     use super::*;
 
     fn dev(id: &str, name: &str, auth: &str) -> DeviceInfo {
-        DeviceInfo { device_id: id.into(), workstation_id: id.into(), name: name.into(), authorization: auth.into(), scheduling: "enabled".into(), credential_id: None }
+        DeviceInfo { device_id: id.into(), workstation_id: id.into(), name: name.into(), authorization: auth.into(), scheduling: "enabled".into(), credential_id: None, last_seen_ms: None }
     }
 
     #[test]

@@ -22,6 +22,9 @@ use super::store::EdgeStore;
 
 /// A link silent for this long is shown as `stale` (spec §8: 45 s).
 pub const STALE_AFTER: Duration = Duration::from_secs(45);
+/// How often, at most, a live link's last-heard time is written to the registry
+/// (spec §8: 5 min); it is also written when the link comes up and when it ends.
+pub const PERSIST_SEEN_EVERY: Duration = Duration::from_secs(5 * 60);
 
 /// How a forwarded request ended.
 #[derive(Debug)]
@@ -48,6 +51,8 @@ pub struct LinkConn {
     /// When a frame last arrived, on the edge's clock (ms), so staleness follows
     /// the same clock as everything else the edge records.
     last_seen_ms: AtomicI64,
+    /// The last-heard time last written to the registry.
+    persisted_seen_ms: AtomicI64,
     runtime: Mutex<Option<RuntimeIdentity>>,
     active_requests: AtomicU32,
 }
@@ -62,6 +67,7 @@ impl LinkConn {
             out,
             pending: Mutex::new(HashMap::new()),
             last_seen_ms: AtomicI64::new(now_ms),
+            persisted_seen_ms: AtomicI64::new(i64::MIN),
             runtime: Mutex::new(runtime),
             active_requests: AtomicU32::new(0),
         }
@@ -209,9 +215,26 @@ impl LinkHub {
         lock(&self.tombstones).contains(workstation_id)
     }
 
+    /// Writes `conn`'s last-heard time to the registry when it is at least
+    /// [`PERSIST_SEEN_EVERY`] newer than the one written before (or `force`d:
+    /// the link came up or ended). A failed write is logged; the link goes on.
+    pub(crate) fn persist_seen(&self, conn: &LinkConn, force: bool) {
+        let seen = conn.last_seen_ms.load(Ordering::Relaxed);
+        let before = conn.persisted_seen_ms.load(Ordering::Relaxed);
+        let due = seen.saturating_sub(before) >= PERSIST_SEEN_EVERY.as_millis() as i64;
+        if !((force && seen > before) || due) {
+            return;
+        }
+        conn.persisted_seen_ms.store(seen, Ordering::Relaxed);
+        if let Err(e) = self.auth.record_seen(&conn.device.workstation_id, seen) {
+            tracing::warn!(workstation = %conn.device.workstation_id, "cannot record when the link was last heard: {e}");
+        }
+    }
+
     /// Makes `conn` the workstation's link; an older one is retired (spec §8: a
     /// newer socket retires the older), and its waiting requests are dropped.
     pub(crate) fn register(&self, conn: Arc<LinkConn>) {
+        self.persist_seen(&conn, true);
         let old = lock(&self.links).insert(conn.device.workstation_id.clone(), conn);
         self.registrations.fetch_add(1, Ordering::SeqCst);
         if let Some(old) = old {
@@ -229,6 +252,7 @@ impl LinkHub {
         }
         drop(links);
         conn.drop_all(false);
+        self.persist_seen(conn, true);
         self.changed.notify_waiters();
     }
 
@@ -327,7 +351,7 @@ impl LinkHub {
                     "scheduling": d.scheduling,
                 });
                 if let Some(obj) = row.as_object_mut() {
-                    obj.extend(live_fields(self.link(&d.workstation_id).as_deref(), now));
+                    obj.extend(live_fields(self.link(&d.workstation_id).as_deref(), d.last_seen_ms, now));
                 }
                 row
             })
@@ -339,8 +363,10 @@ impl LinkHub {
 /// `GET /devices` show it: `connection` (`online`, `stale` past [`STALE_AFTER`]
 /// of silence, `offline` without a link), `health`, the runtime the link last
 /// reported, `last_seen_ago_ms` and the requests the edge awaits from it.
-/// `None` gives the row of a device that has no link.
-pub fn live_fields(link: Option<&LinkConn>, now_ms: i64) -> serde_json::Map<String, Value> {
+/// Without a link, `last_seen_ago_ms` comes from `recorded_seen_ms`, the time the
+/// registry holds (null if the device never linked); `(None, None, _)` gives
+/// the row of a device that never linked.
+pub fn live_fields(link: Option<&LinkConn>, recorded_seen_ms: Option<i64>, now_ms: i64) -> serde_json::Map<String, Value> {
     let connection = match link {
         None => "offline",
         Some(c) if c.silent_for(now_ms) > STALE_AFTER => "stale",
@@ -352,7 +378,10 @@ pub fn live_fields(link: Option<&LinkConn>, now_ms: i64) -> serde_json::Map<Stri
         "health": if link.is_some() { "ok" } else { "unknown" },
         "runtime_version": runtime.as_ref().map(|r| r.runtime_version.clone()),
         "runtime_generation": runtime.as_ref().and_then(|r| r.runtime_generation.clone()),
-        "last_seen_ago_ms": link.map(|c| c.silent_for(now_ms).as_millis() as u64),
+        "last_seen_ago_ms": match link {
+            Some(c) => Some(c.silent_for(now_ms).as_millis() as u64),
+            None => recorded_seen_ms.map(|t| now_ms.saturating_sub(t).max(0) as u64),
+        },
         "active_requests": link.map(|c| c.in_flight()).unwrap_or(0),
     });
     match fields {

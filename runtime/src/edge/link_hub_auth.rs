@@ -24,6 +24,8 @@ pub struct DeviceInfo {
     /// The credential the device's link must present; a live link that was
     /// admitted with another one is closed (the device was re-keyed).
     pub credential_id: Option<String>,
+    /// When the device's link was last heard, as recorded in the registry.
+    pub last_seen_ms: Option<i64>,
 }
 
 /// Why a link credential is refused (the registry's and the hub's one answer).
@@ -68,6 +70,11 @@ pub trait LinkAuthenticator: Send + Sync {
     /// only while the device still has its generated name; the name in effect.
     fn offer_name(&self, device: &DeviceInfo, _name: &str) -> Result<String, String> {
         Ok(device.name.clone())
+    }
+    /// Records that the link of `workstation_id` was heard at `at_ms` (ms on the
+    /// edge's clock). A registry that keeps nothing ignores it.
+    fn record_seen(&self, _workstation_id: &str, _at_ms: i64) -> Result<(), String> {
+        Ok(())
     }
 }
 

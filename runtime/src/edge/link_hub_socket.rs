@@ -206,6 +206,7 @@ async fn run(hub: Arc<LinkHub>, device: DeviceInfo, mut socket: WebSocket) {
             msg = stream.next() => {
                 let Some(Ok(msg)) = msg else { break None };
                 conn.touch(hub.now_ms());
+                hub.persist_seen(&conn, false);
                 match msg {
                     Message::Text(t) => {
                         if let Some(stop) = on_frame(&hub, &conn, t.as_str()) {

@@ -92,6 +92,7 @@ mod tests {
             authorization: authorization.into(),
             scheduling: "enabled".into(),
             credential_id: None,
+            last_seen_ms: None,
         }
     }
 

@@ -207,6 +207,9 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE grants ADD COLUMN revoked_by TEXT;
     ALTER TABLE grants ADD COLUMN client_name TEXT;
     ALTER TABLE grants ADD COLUMN client_created_at_ms INTEGER;",
+    // 7: when a device's link was last heard (spec §8: persisted at most every
+    // 5 minutes), so an offline device still says how long it has been away.
+    "ALTER TABLE devices ADD COLUMN last_seen_ms INTEGER;",
 ];
 
 pub struct EdgeStore {

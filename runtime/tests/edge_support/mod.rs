@@ -423,6 +423,7 @@ impl TestDevices {
             authorization: "active".into(),
             scheduling: "enabled".into(),
             credential_id: None,
+            last_seen_ms: None,
         };
         self.0.lock().unwrap().push((d, secret.into()));
     }
