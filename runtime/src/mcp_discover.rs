@@ -67,12 +67,12 @@ impl Discovery {
 }
 
 /// True when the User-Agent names OpenAI's MCP client (`openai-mcp`, any case).
+/// Compared in place: the runtime's endpoint asks this on requests that carry a
+/// session id, tool calls included, and a lower-cased copy would cost an allocation.
 pub fn has_openai_user_agent(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(header::USER_AGENT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .any(|ua| ua.to_ascii_lowercase().contains(OPENAI_USER_AGENT))
+    headers.get_all(header::USER_AGENT).iter().any(|ua| {
+        ua.as_bytes().windows(OPENAI_USER_AGENT.len()).any(|w| w.eq_ignore_ascii_case(OPENAI_USER_AGENT.as_bytes()))
+    })
 }
 
 /// True for a client name the spec counts as OpenAI's: `chatgpt`, or one that
@@ -86,12 +86,16 @@ pub fn is_openai_client_name(name: &str) -> bool {
 /// comes from one of OpenAI's clients; see the module notes.
 pub fn is_openai_request(headers: &HeaderMap, params: Option<&Value>) -> bool {
     has_openai_user_agent(headers)
-        || params
-            .and_then(|p| p.get("_meta"))
-            .and_then(|m| m.get(CLIENT_INFO_META_KEY))
-            .and_then(|c| c.get("name"))
-            .and_then(Value::as_str)
-            .is_some_and(is_openai_client_name)
+        || params.and_then(|p| p.get("_meta")).and_then(Value::as_object).is_some_and(meta_names_openai_client)
+}
+
+/// Whether a request's `_meta` names one of OpenAI's clients in
+/// `io.modelcontextprotocol/clientInfo` (see the module notes).
+pub fn meta_names_openai_client(meta: &Map<String, Value>) -> bool {
+    meta.get(CLIENT_INFO_META_KEY)
+        .and_then(|c| c.get("name"))
+        .and_then(Value::as_str)
+        .is_some_and(is_openai_client_name)
 }
 
 /// `params` of a `server/discover` request, when they are acceptable: absent,
@@ -141,6 +145,13 @@ mod tests {
         assert!(!is_openai_request(&headers, None));
         headers.insert(header::USER_AGENT, HeaderValue::from_static("OpenAI-MCP/1.0 (+https://openai.com)"));
         assert!(is_openai_request(&headers, None));
+        for (ua, openai) in
+            [("x openai-mcp", true), ("openai-mc", false), ("OPENAI-MCP", true), ("openai_mcp/1", false)]
+        {
+            let mut h = HeaderMap::new();
+            h.insert(header::USER_AGENT, HeaderValue::from_static(ua));
+            assert_eq!(has_openai_user_agent(&h), openai, "{ua}");
+        }
         let plain = HeaderMap::new();
         let named = |name: &str| json!({"_meta": {CLIENT_INFO_META_KEY: {"name": name, "version": "1"}}});
         assert!(is_openai_request(&plain, Some(&named("ChatGPT"))));

@@ -8,6 +8,9 @@ use herdr_mcp::contract::{CONTRACT_EPOCH, contract_hash};
 use herdr_mcp::tools::ToolRegistry;
 use serde_json::{Value, json};
 
+/// The protocol versions of spec §3, newest first.
+const SPEC_VERSIONS: [&str; 5] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07"];
+
 fn expected_hash() -> String {
     contract_hash(&ToolRegistry::standard().catalog()).unwrap()
 }
@@ -101,7 +104,9 @@ async fn stateless_initialize_negotiates_supported_versions() {
         ("2025-11-25", "2025-11-25"),
         ("2025-06-18", "2025-06-18"),
         ("2025-03-26", "2025-03-26"),
-        ("2024-11-05", "2025-11-25"),
+        // Spec §3: every listed version is negotiated as asked, the two 2024 ones too.
+        ("2024-11-05", "2024-11-05"),
+        ("2024-10-07", "2024-10-07"),
         ("1999-01-01", "2025-11-25"),
         // The probe version `server/discover` offers OpenAI's clients (spec §3).
         ("2026-07-28", "2025-11-25"),
@@ -229,7 +234,7 @@ async fn server_discover_answers_stateless_as_json_with_what_initialize_says() {
     assert_eq!(body["id"], "d1");
     let result = &body["result"];
     assert_discover_members(result);
-    assert_eq!(result["supportedVersions"], json!(["2025-11-25", "2025-06-18", "2025-03-26"]), "the versions initialize negotiates");
+    assert_eq!(result["supportedVersions"], json!(SPEC_VERSIONS), "the versions initialize negotiates");
     assert_eq!(result["capabilities"], init["capabilities"]);
     assert_eq!(result["instructions"], init["instructions"]);
     assert_eq!(result["_meta"]["io.modelcontextprotocol/serverInfo"], json!({"name": "herdr-mcp", "version": env!("CARGO_PKG_VERSION")}));
@@ -273,8 +278,8 @@ async fn server_discover_offers_the_probe_version_to_openai_clients_only() {
             resp.json()["result"]["supportedVersions"].clone()
         }
     };
-    let plain = json!(["2025-11-25", "2025-06-18", "2025-03-26"]);
-    let probing = json!(["2025-11-25", "2025-06-18", "2025-03-26", "2026-07-28"]);
+    let plain = json!(SPEC_VERSIONS);
+    let probing = json!(["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07", "2026-07-28"]);
     assert_eq!(discover(None, json!({})).await, plain);
     assert_eq!(discover(Some("herdr-extension/0.1"), json!({})).await, plain);
     assert_eq!(discover(Some("openai-mcp/1.0.0 (ChatGPT)"), json!({})).await, probing);
@@ -349,4 +354,183 @@ async fn server_discover_inside_a_session_is_json_and_an_unknown_session_is_404(
     let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let other = rt.raw("POST", "/mcp", &headers, Some(list.as_bytes())).await;
     assert_eq!((other.status, other.json()), (resp.status, resp.json()), "the same refusal as tools/list");
+}
+
+fn initialize(version: &str, client_name: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": client_name, "version": "1"}}})
+    .to_string()
+}
+
+const ACCEPT_BOTH: (&str, &str) = ("accept", "application/json, text/event-stream");
+const JSON_TYPE: (&str, &str) = ("content-type", "application/json");
+
+#[tokio::test]
+async fn stateless_clients_get_no_session_and_their_session_ids_are_not_checked() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let rt = Runtime::start(&[repo.path()], &[]).await;
+    let openai_ua = ("user-agent", "openai-mcp/1.0.0 (+https://openai.com/bot)");
+
+    // An initialize that accepts SSE opens a session for an ordinary client only.
+    let resp = rt
+        .raw("POST", "/mcp", &[JSON_TYPE, ACCEPT_BOTH], Some(initialize("2025-06-18", "some-client").as_bytes()))
+        .await;
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert!(resp.header("mcp-session-id").is_some(), "an ordinary client gets a session");
+    for (headers, client) in [
+        (vec![JSON_TYPE, ACCEPT_BOTH, openai_ua], "some-client"),
+        (vec![JSON_TYPE, ACCEPT_BOTH], "ChatGPT"),
+        (vec![JSON_TYPE, ACCEPT_BOTH], "openai-connector"),
+        (vec![JSON_TYPE, ACCEPT_BOTH], "My ChatGPT Bridge"),
+    ] {
+        let resp = rt.raw("POST", "/mcp", &headers, Some(initialize("2025-06-18", client).as_bytes())).await;
+        assert_eq!(resp.status, 200, "{client}: {}", resp.text());
+        assert!(resp.header("mcp-session-id").is_none(), "{client} {headers:?}: a stateless client gets no session");
+        assert_eq!(resp.json()["result"]["protocolVersion"], "2025-06-18");
+    }
+
+    // A stale or made-up session id from a stateless client is ignored, for every
+    // method; from anyone else it is a 404.
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
+    let call =
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "no_such_tool", "arguments": {}}})
+            .to_string();
+    let discover = json!({"jsonrpc": "2.0", "id": 4, "method": "server/discover"}).to_string();
+    let ping = json!({"jsonrpc": "2.0", "id": 5, "method": "ping"}).to_string();
+    let unserved = json!({"jsonrpc": "2.0", "id": 6, "method": "resources/list"}).to_string();
+    let stale = ("mcp-session-id", "ms_0123456789abcdef0123456789abcdef");
+    for body in [&list, &call, &discover, &ping, &unserved] {
+        let resp = rt.raw("POST", "/mcp", &[JSON_TYPE, ACCEPT_BOTH, stale, openai_ua], Some(body.as_bytes())).await;
+        assert_ne!(resp.status, 404, "{body}: {}", resp.text());
+        let answer = resp.json();
+        assert!(answer.get("result").is_some() || answer["error"]["code"] == -32601, "{body}: {answer}");
+        assert!(resp.header("mcp-session-id").is_none(), "{body}");
+        let resp = rt.raw("POST", "/mcp", &[JSON_TYPE, ACCEPT_BOTH, stale], Some(body.as_bytes())).await;
+        assert_eq!(resp.status, 404, "{body} without the stateless user agent: {}", resp.text());
+    }
+    let resp = rt.raw("POST", "/mcp", &[JSON_TYPE, ACCEPT_BOTH, stale, openai_ua], Some(call.as_bytes())).await;
+    assert_eq!(payload_of(&resp.json()["result"])["code"], "unknown_tool");
+    // An initialize naming ChatGPT with a stale id is not refused either.
+    let resp = rt
+        .raw("POST", "/mcp", &[JSON_TYPE, ACCEPT_BOTH, stale], Some(initialize("2025-11-25", "chatgpt").as_bytes()))
+        .await;
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert!(resp.header("mcp-session-id").is_none());
+
+    // DELETE with a stale id: a stateless client has nothing to end.
+    let resp = rt.raw("DELETE", "/mcp", &[stale, openai_ua], None).await;
+    assert_eq!(resp.status, 202, "{}", resp.text());
+}
+
+#[tokio::test]
+async fn unserved_methods_are_method_not_found_by_name_and_their_notifications_get_202() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let rt = Runtime::start(&[repo.path()], &[]).await;
+    let resp = rt.raw("POST", "/mcp", &[JSON_TYPE, ACCEPT_BOTH], Some(initialize("2025-06-18", "t").as_bytes())).await;
+    let session = resp.header("mcp-session-id").expect("session id").to_string();
+    let in_session =
+        [JSON_TYPE, ACCEPT_BOTH, ("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-06-18")];
+    let requests = [
+        ("resources/list", json!({})),
+        ("resources/templates/list", json!({})),
+        ("resources/read", json!({"uri": "file:///etc/passwd"})),
+        ("prompts/list", json!({})),
+        ("prompts/get", json!({"name": "x"})),
+        (
+            "completion/complete",
+            json!({"ref": {"type": "ref/prompt", "name": "x"}, "argument": {"name": "a", "value": "b"}}),
+        ),
+        ("logging/setLevel", json!({"level": "info"})),
+        ("resources/subscribe", json!({"uri": "file:///x"})),
+        ("no/such", json!({})),
+    ];
+    for (method, params) in requests {
+        let body = json!({"jsonrpc": "2.0", "id": "m1", "method": method, "params": params}).to_string();
+        for headers in [&[JSON_TYPE, ACCEPT_BOTH][..], &in_session[..]] {
+            let resp = rt.raw("POST", "/mcp", headers, Some(body.as_bytes())).await;
+            assert_eq!(resp.status, 200, "{method}: {}", resp.text());
+            assert_eq!(resp.header("content-type"), Some("application/json"), "{method}");
+            let answer = resp.json();
+            assert_eq!(
+                answer,
+                json!({"jsonrpc": "2.0", "id": "m1", "error": {"code": -32601, "message": format!("Method not found: {method}")}}),
+                "{method} {headers:?}"
+            );
+        }
+    }
+    for method in ["notifications/roots/list_changed", "notifications/vendor/thing", "resources/list"] {
+        let body = json!({"jsonrpc": "2.0", "method": method}).to_string();
+        for headers in [&[JSON_TYPE, ACCEPT_BOTH][..], &in_session[..]] {
+            let resp = rt.raw("POST", "/mcp", headers, Some(body.as_bytes())).await;
+            assert_eq!(resp.status, 202, "{method}: {}", resp.text());
+            assert!(resp.body.is_empty(), "{method}: {}", resp.text());
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_client_on_2024_10_07_keeps_working_after_initialize() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let rt = Runtime::start(&[repo.path()], &[]).await;
+    // Even an initialize that already names the version in the header.
+    let version = ("mcp-protocol-version", "2024-10-07");
+    let resp = rt
+        .raw("POST", "/mcp", &[JSON_TYPE, ACCEPT_BOTH, version], Some(initialize("2024-10-07", "old").as_bytes()))
+        .await;
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(resp.json()["result"]["protocolVersion"], "2024-10-07");
+    let session = resp.header("mcp-session-id").expect("session id").to_string();
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
+    let resp = rt
+        .raw("POST", "/mcp", &[JSON_TYPE, ACCEPT_BOTH, version, ("mcp-session-id", &session)], Some(list.as_bytes()))
+        .await;
+    assert_eq!(resp.status, 200, "in the session: {}", resp.text());
+    assert_eq!(resp.json()["result"]["tools"].as_array().map(Vec::len), Some(ToolRegistry::standard().len()));
+    let resp = rt.raw("POST", "/mcp", &[JSON_TYPE, ACCEPT_BOTH, version], Some(list.as_bytes())).await;
+    assert_eq!(resp.status, 200, "stateless: {}", resp.text());
+    // A version nobody negotiates is still refused, as rmcp does.
+    let resp = rt
+        .raw("POST", "/mcp", &[JSON_TYPE, ACCEPT_BOTH, ("mcp-protocol-version", "2023-01-01")], Some(list.as_bytes()))
+        .await;
+    assert_eq!(resp.status, 400, "{}", resp.text());
+}
+
+#[tokio::test]
+async fn handshake_answers_are_one_sse_frame_when_accepted_and_everything_else_is_json() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let rt = Runtime::start(&[repo.path()], &[]).await;
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
+    let init = initialize("2025-11-25", "chatgpt");
+    for body in [&list, &init] {
+        let resp = rt.raw("POST", "/mcp", &[JSON_TYPE, ACCEPT_BOTH], Some(body.as_bytes())).await;
+        assert_eq!(resp.status, 200, "{}", resp.text());
+        assert_eq!(resp.header("content-type"), Some("text/event-stream"), "{body}");
+        assert_eq!(resp.header("cache-control"), Some("no-cache"), "{body}");
+        let text = resp.text();
+        let data = text
+            .strip_prefix("event: message\ndata: ")
+            .and_then(|rest| rest.strip_suffix("\n\n"))
+            .unwrap_or_else(|| panic!("not one SSE frame: {text:?}"));
+        let message: Value = serde_json::from_str(data).expect("the frame's data is the JSON answer");
+        assert!(message["result"].is_object(), "{message}");
+        if body == &list {
+            assert_eq!(
+                message["result"]["tools"],
+                json!(ToolRegistry::standard().catalog()),
+                "the full catalog, framed"
+            );
+        }
+        // Accepting JSON only: plain JSON.
+        let resp = rt.raw("POST", "/mcp", &[JSON_TYPE, ("accept", "application/json")], Some(body.as_bytes())).await;
+        assert_eq!(resp.header("content-type"), Some("application/json"), "{body}");
+    }
+    let call =
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "no_such_tool", "arguments": {}}})
+            .to_string();
+    let ping = json!({"jsonrpc": "2.0", "id": 4, "method": "ping"}).to_string();
+    for body in [&call, &ping] {
+        let resp = rt.raw("POST", "/mcp", &[JSON_TYPE, ACCEPT_BOTH], Some(body.as_bytes())).await;
+        assert_eq!(resp.status, 200, "{}", resp.text());
+        assert_eq!(resp.header("content-type"), Some("application/json"), "{body}");
+    }
 }

@@ -205,3 +205,28 @@ async fn sessionless_get_and_delete_follow_spec_section_3() {
     assert!(head.starts_with("http/1.1 200"), "{head}");
     assert!(head.contains("content-type: text/event-stream"), "{head}");
 }
+
+#[tokio::test]
+async fn get_and_delete_of_a_session_follow_spec_section_3() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let rt = Runtime::start(&[repo.path()], &[]).await;
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let resp = rt.raw("POST", "/mcp", &json_headers(), Some(init.as_bytes())).await;
+    let session = resp.header("mcp-session-id").expect("session id").to_string();
+
+    // An id this server never issued: 404 for both methods (rmcp alone says 202 to DELETE).
+    for method in ["DELETE", "GET"] {
+        let resp = rt.raw(method, "/mcp", &with("ms_0123456789abcdef0123456789abcdef"), None).await;
+        assert_eq!(resp.status, 404, "{method}: {}", resp.text());
+        assert_eq!(resp.json()["error"], json!({"code": -32001, "message": "Session not found"}), "{method}");
+    }
+    // A live session ends with 202; after that its id is unknown.
+    let resp = rt.raw("DELETE", "/mcp", &with(&session), None).await;
+    assert_eq!(resp.status, 202, "{}", resp.text());
+    let resp = rt.raw("DELETE", "/mcp", &with(&session), None).await;
+    assert_eq!(resp.status, 404, "{}", resp.text());
+}
+
+fn with(session: &str) -> Vec<(&str, &str)> {
+    vec![("mcp-session-id", session), ("accept", "text/event-stream")]
+}

@@ -9,36 +9,30 @@
 //! `on_custom_request` instead, and the session service would answer as SSE. The
 //! spec wants one JSON answer for every caller, with or without a session, and
 //! the choice of versions depends on a header. Answering here serves the Unix
-//! socket and TCP (behind the same bearer layer) alike, and costs `tools/call`
-//! nothing but a comparison of the method name the envelope check already read.
+//! socket and TCP (behind the same bearer layer) alike. The body is read once, by
+//! the envelope check (`super::envelope`), which hands over the id and `_meta`'s
+//! verdict; `tools/call` pays nothing for any of this.
 //!
 //! A request carrying `Mcp-Session-Id` is answered when the session is live (the
 //! endpoint refuses an unknown one with 404, as for every method, so a client
-//! learns that its session ended); the result itself describes the server, not
-//! the session.
+//! learns that its session ended; a stateless client's id is not checked); the
+//! result itself describes the server, not the session.
 
 use axum::body::Body;
-use http::{HeaderMap, Response, StatusCode};
+use http::{HeaderMap, Response};
 use serde_json::Value;
 
 use super::jsonrpc;
 use super::mcp::ServerState;
-use crate::mcp_discover::is_openai_request;
+use crate::mcp_discover::has_openai_user_agent;
 
-/// The answer to a `server/discover` message whose envelope was already checked:
-/// 202 without a body for a notification (spec §3), else the result as JSON.
-pub fn answer(state: &ServerState, headers: &HeaderMap, body: &[u8]) -> Response<Body> {
-    let message: Value = match serde_json::from_slice(body) {
-        Ok(message) => message,
-        Err(e) => {
-            return jsonrpc::error_response(StatusCode::BAD_REQUEST, jsonrpc::PARSE_ERROR, &format!("Parse error: {e}"), None);
-        }
-    };
-    let Some(id) = message.get("id").cloned() else {
+/// The answer to a `server/discover` message, from what the envelope check read
+/// out of it (`id`, and whether its `_meta` names one of OpenAI's clients): 202
+/// without a body for a notification (spec §3), else the result as JSON.
+pub fn answer(state: &ServerState, headers: &HeaderMap, id: Option<Value>, openai_by_meta: bool) -> Response<Body> {
+    let Some(id) = id else {
         return jsonrpc::accepted();
     };
-    // Params that are not an object never get here: the envelope check refuses
-    // them (rmcp's message model has no room for them) for every method.
-    let params = message.get("params");
-    jsonrpc::result_response(id, state.discover_result(is_openai_request(headers, params)))
+    let openai = openai_by_meta || has_openai_user_agent(headers);
+    jsonrpc::result_response(id, state.discover_result(openai))
 }

@@ -4,11 +4,15 @@
 //! `initialize` with 400, yet the extension and ChatGPT send exactly such stateless
 //! `tools/list` / `tools/call` requests. So this layer reads the (bounded) body once,
 //! answers malformed JSON-RPC itself (spec §3 codes), and routes:
-//! - `server/discover` → answered here as JSON, without a session or with a
-//!   live one (see `discover`);
+//! - a stateless client (ChatGPT's: `openai-mcp` User-Agent, or an `initialize`
+//!   naming an OpenAI client) → never a session: any `Mcp-Session-Id` it sends
+//!   is dropped unchecked and rmcp's stateless service answers;
+//! - `server/discover` and requests for methods nobody serves → answered here as
+//!   JSON, without a session or with a live one (see `discover`);
 //! - a request carrying `Mcp-Session-Id`, or an `initialize` from a client that
 //!   accepts SSE → the session service (normal MCP clients);
-//! - everything else → a stateless JSON-answering service.
+//! - everything else → the stateless service, which answers JSON; `initialize`
+//!   and `tools/list` then go out as one SSE frame to a client accepting SSE.
 //!
 //! rmcp's `Tool` type has no `execution` member, so `tools/list` responses get the
 //! catalog's missing members merged back here; the listed tools then hash exactly
@@ -17,16 +21,16 @@
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::Body;
 use bytes::{Bytes, BytesMut};
-use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode, header};
 use hyper::body::Frame;
 use http_body_util::{BodyExt, Limited};
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
+use rmcp::model::ProtocolVersion;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{
@@ -36,8 +40,9 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::config::MAX_BODY_BYTES;
-use super::jsonrpc::{self, INVALID_REQUEST, PARSE_ERROR};
-use super::mcp::{McpHandler, ServerState};
+use super::envelope::{Envelope, LocalAnswer, check_envelope};
+use super::jsonrpc::{self, INVALID_REQUEST};
+use super::mcp::{McpHandler, SUPPORTED_PROTOCOL_VERSIONS, ServerState};
 
 /// Idle sessions close after this long (spec §3: one hour, refreshed on use).
 pub const SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(3600);
@@ -50,6 +55,7 @@ const SESSION_HEADER: &str = "mcp-session-id";
 /// `from_static` at run time checks every byte on each request).
 const ACCEPT_JSON_AND_SSE: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
 const CONTENT_TYPE_JSON: HeaderValue = HeaderValue::from_static("application/json");
+const PROTOCOL_VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
 
 type SessionService = StreamableHttpService<McpHandler, LocalSessionManager>;
 type StatelessService = StreamableHttpService<McpHandler, NeverSessionManager>;
@@ -119,10 +125,17 @@ impl McpEndpoint {
         }
     }
 
-    pub async fn handle(&self, request: Request<Body>) -> Response<Body> {
+    pub async fn handle(&self, mut request: Request<Body>) -> Response<Body> {
+        forget_versions_rmcp_does_not_know(request.headers_mut());
         if request.method() != Method::POST {
-            if !request.headers().contains_key(SESSION_HEADER) {
+            // A stateless client's GET/DELETE never reaches a session, whatever id it sends.
+            if !request.headers().contains_key(SESSION_HEADER) || is_stateless_client(request.headers()) {
                 return sessionless_get_or_delete(&request, &self.inner.shutdown);
+            }
+            // rmcp's DELETE says 202 to any id, known or not; spec §3 wants 404 for
+            // an unknown one, as for every other method.
+            if self.inner.names_unknown_session(request.headers()).await {
+                return session_not_found();
             }
             // GET (server stream) and DELETE (end session) of a session go to rmcp.
             return normalize_error(into_axum(self.inner.session.handle(request).await)).await;
@@ -151,48 +164,101 @@ impl McpEndpoint {
             Ok(envelope) => envelope,
             Err(response) => return response,
         };
-        if envelope.method.as_deref() == Some(crate::mcp_discover::METHOD) {
-            if self.inner.names_unknown_session(&parts.headers).await {
+        let is_initialize = envelope.method.as_deref() == Some("initialize");
+        let has_session = parts.headers.contains_key(SESSION_HEADER);
+        // Stateless clients (spec §3) get no session and skip the session checks.
+        // Only asked where it changes something, so a session-less tool call costs
+        // nothing more.
+        if (has_session || is_initialize) && (envelope.openai_client || is_stateless_client(&parts.headers)) {
+            parts.headers.remove(SESSION_HEADER);
+            return self.serve_stateless(parts, bytes, envelope).await;
+        }
+        if let Some(local) = envelope.local {
+            if has_session && self.inner.names_unknown_session(&parts.headers).await {
                 return session_not_found();
             }
-            return super::discover::answer(&self.inner.state, &parts.headers, &bytes);
+            return self.answer_locally(local, &parts.headers, envelope.method.as_deref().unwrap_or_default());
         }
-        let has_session = parts.headers.contains_key(SESSION_HEADER);
-        let wants_session = envelope.method.as_deref() == Some("initialize") && accepts_sse(&parts.headers);
+        if !(has_session || (is_initialize && accepts_sse(&parts.headers))) {
+            return self.serve_stateless(parts, bytes, envelope).await;
+        }
         if parts.headers.get(header::CONTENT_TYPE).is_none() {
             // The body already parsed as JSON; a client that omits the type still
             // meant it.
             parts.headers.insert(header::CONTENT_TYPE, CONTENT_TYPE_JSON);
         }
-        let is_tools_list = envelope.method.as_deref() == Some("tools/list");
-        let response = if has_session || wants_session {
-            let request = Request::from_parts(parts, Body::from(bytes));
-            let response = into_axum(self.inner.session.handle(request).await);
-            if !has_session
-                && let Some(id) = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok())
-            {
-                // The id is copied out first: `Body` is not `Sync`, so no reference
-                // to the response may live across an await.
-                let id = SessionId::from(id);
-                self.inner.remember_session(id).await;
-            }
-            response
-        } else {
-            // The stateless service answers JSON whatever the client accepts, but
-            // rmcp insists on both media types being acceptable.
-            parts.headers.insert(header::ACCEPT, ACCEPT_JSON_AND_SSE);
-            let request = Request::from_parts(parts, Body::from(bytes));
-            into_axum(self.inner.stateless.handle(request).await)
-        };
+        let request = Request::from_parts(parts, Body::from(bytes));
+        let response = into_axum(self.inner.session.handle(request).await);
+        if !has_session && let Some(id) = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
+            // The id is copied out first: `Body` is not `Sync`, so no reference
+            // to the response may live across an await.
+            let id = SessionId::from(id);
+            self.inner.remember_session(id).await;
+        }
         if !response.status().is_success() {
             return normalize_error(response).await;
         }
-        if is_tools_list { self.complete_tools(response).await } else { response }
+        if envelope.method.as_deref() == Some("tools/list") {
+            self.complete_tools(response, false).await
+        } else {
+            response
+        }
+    }
+
+    /// A request served without a session: rmcp's stateless service answers JSON;
+    /// `initialize` and `tools/list` then go out as one SSE frame to a client that
+    /// accepts SSE (spec §3 framing).
+    async fn serve_stateless(
+        &self,
+        mut parts: http::request::Parts,
+        bytes: Bytes,
+        envelope: Envelope,
+    ) -> Response<Body> {
+        if let Some(local) = envelope.local {
+            return self.answer_locally(local, &parts.headers, envelope.method.as_deref().unwrap_or_default());
+        }
+        let is_tools_list = envelope.method.as_deref() == Some("tools/list");
+        let handshake = is_tools_list || envelope.method.as_deref() == Some("initialize");
+        let frame = handshake && accepts_sse(&parts.headers);
+        if parts.headers.get(header::CONTENT_TYPE).is_none() {
+            // The body already parsed as JSON; a client that omits the type still
+            // meant it.
+            parts.headers.insert(header::CONTENT_TYPE, CONTENT_TYPE_JSON);
+        }
+        // The stateless service answers JSON whatever the client accepts, but rmcp
+        // insists on both media types being acceptable.
+        parts.headers.insert(header::ACCEPT, ACCEPT_JSON_AND_SSE);
+        let request = Request::from_parts(parts, Body::from(bytes));
+        let response = into_axum(self.inner.stateless.handle(request).await);
+        if !response.status().is_success() {
+            return normalize_error(response).await;
+        }
+        if is_tools_list {
+            self.complete_tools(response, frame).await
+        } else if frame {
+            as_sse_frame(response).await
+        } else {
+            response
+        }
+    }
+
+    /// What the endpoint answers without rmcp, once the session checks passed.
+    fn answer_locally(&self, local: LocalAnswer, headers: &HeaderMap, method: &str) -> Response<Body> {
+        match local {
+            LocalAnswer::Discover { id, openai } => super::discover::answer(&self.inner.state, headers, id, openai),
+            LocalAnswer::MethodNotFound { id } => jsonrpc::error_response(
+                StatusCode::OK,
+                jsonrpc::METHOD_NOT_FOUND,
+                &jsonrpc::method_not_found_message(method),
+                Some(id),
+            ),
+        }
     }
 
     /// Merges catalog members that rmcp's `Tool` cannot carry into a `tools/list`
     /// response, JSON or SSE.
-    async fn complete_tools(&self, response: Response<Body>) -> Response<Body> {
+    /// `frame` sends a JSON answer on as one SSE frame.
+    async fn complete_tools(&self, response: Response<Body>, frame: bool) -> Response<Body> {
         let inner = Arc::clone(&self.inner);
         let is_sse = response
             .headers()
@@ -218,6 +284,9 @@ impl McpEndpoint {
         let text = String::from_utf8_lossy(&bytes);
         let patched = inner.patch_message(&text).unwrap_or_else(|| text.into_owned());
         parts.headers.remove(header::CONTENT_LENGTH);
+        if frame {
+            return sse_frame(parts, &patched);
+        }
         Response::from_parts(parts, Body::from(patched))
     }
 }
@@ -272,97 +341,57 @@ impl Inner {
     }
 }
 
-/// What the layer learned from the body.
-struct Envelope {
-    method: Option<String>,
-}
+/// The versions this server negotiates that rmcp has no constant for (2024-10-07).
+static VERSIONS_RMCP_DOES_NOT_KNOW: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+    SUPPORTED_PROTOCOL_VERSIONS
+        .iter()
+        .copied()
+        .filter(|v| !ProtocolVersion::KNOWN_VERSIONS.iter().any(|k| k.as_str() == *v))
+        .collect()
+});
 
-/// Spec §3 checks that rmcp would answer as plain text or not at all: unparseable
-/// JSON, batches, and messages that are not JSON-RPC 2.0.
-#[allow(clippy::result_large_err, reason = "the error is the HTTP answer itself, built at most once per request")]
-fn check_envelope(bytes: &Bytes) -> Result<Envelope, Response<Body>> {
-    // Most bodies are plain tool calls, which a light parse recognises for sure.
-    if super::fast_tools_call::is_plain_tools_call(bytes) {
-        return Ok(Envelope { method: Some("tools/call".to_string()) });
-    }
-    // Almost every other body is a well-formed request or notification: one parse
-    // into rmcp's model settles it. Anything else gets the step-by-step diagnosis.
-    match serde_json::from_slice::<ClientJsonRpcMessage>(bytes) {
-        Ok(ClientJsonRpcMessage::Request(request)) => {
-            let method = request.request.method();
-            if matches!(request.request, ClientRequest::CustomRequest(_)) && SERVED_METHODS.contains(&method) {
-                let id = serde_json::to_value(&request.id).ok();
-                return Err(invalid_params_for(method, id));
-            }
-            Ok(Envelope { method: Some(method.to_string()) })
-        }
-        // Notifications and responses are rare (rmcp's model does not expose a
-        // notification's method name), and a body can parse as a response while
-        // carrying a `method` that is not a string, which the diagnosis refuses.
-        Ok(_) | Err(_) => diagnose_envelope(bytes),
+/// rmcp refuses (400) any request whose `MCP-Protocol-Version` names a version
+/// outside its own list, even one this server negotiated. Such a client gets the
+/// header dropped instead: rmcp then takes it for a pre-2025-06-18 client, which
+/// it is. One header lookup; the list is compared only when the header is there.
+fn forget_versions_rmcp_does_not_know(headers: &mut HeaderMap) {
+    let unknown = headers
+        .get(&PROTOCOL_VERSION_HEADER)
+        .is_some_and(|v| VERSIONS_RMCP_DOES_NOT_KNOW.iter().any(|u| v.as_bytes() == u.as_bytes()));
+    if unknown {
+        headers.remove(&PROTOCOL_VERSION_HEADER);
     }
 }
 
-fn invalid_params_for(method: &str, id: Option<Value>) -> Response<Body> {
-    jsonrpc::error_response(
-        StatusCode::OK,
-        jsonrpc::INVALID_PARAMS,
-        &format!("Invalid params for {method}: {}", params_hint(method)),
-        id,
-    )
+/// A JSON answer sent on as one SSE frame (spec §3), or passed through when
+/// it is not JSON.
+async fn as_sse_frame(response: Response<Body>) -> Response<Body> {
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !is_json {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    match body.collect().await {
+        Ok(collected) => sse_frame(parts, &String::from_utf8_lossy(&collected.to_bytes())),
+        Err(e) => jsonrpc::error_response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            jsonrpc::INTERNAL_ERROR,
+            &format!("cannot read the answer: {e}"),
+            None,
+        ),
+    }
 }
 
-/// The full check, step by step, naming the first thing wrong with the body.
-#[allow(clippy::result_large_err, reason = "the error is the HTTP answer itself, built at most once per request")]
-fn diagnose_envelope(bytes: &Bytes) -> Result<Envelope, Response<Body>> {
-    let bad = |code: i64, message: String, id: Option<Value>| {
-        Err(jsonrpc::error_response(StatusCode::BAD_REQUEST, code, &message, id))
-    };
-    let value: Value = match serde_json::from_slice(bytes) {
-        Ok(value) => value,
-        Err(e) => return bad(PARSE_ERROR, format!("Parse error: {e}"), None),
-    };
-    let obj = match value {
-        Value::Object(obj) => obj,
-        Value::Array(_) => return bad(INVALID_REQUEST, "Invalid Request: batch requests are not supported".into(), None),
-        _ => return bad(INVALID_REQUEST, "Invalid Request: expected a JSON-RPC object".into(), None),
-    };
-    let id = obj.get("id").cloned();
-    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return bad(INVALID_REQUEST, "Invalid Request: jsonrpc must be \"2.0\"".into(), id);
-    }
-    let method = match obj.get("method") {
-        Some(Value::String(m)) => Some(m.clone()),
-        Some(_) => return bad(INVALID_REQUEST, "Invalid Request: method must be a string".into(), id),
-        None if obj.contains_key("result") || obj.contains_key("error") => None,
-        None => return bad(INVALID_REQUEST, "Invalid Request: method is missing".into(), id),
-    };
-    // rmcp would refuse a message its model cannot represent with a bare 415; say
-    // what is wrong instead.
-    match serde_json::from_value::<ClientJsonRpcMessage>(Value::Object(obj)) {
-        Err(e) => return bad(INVALID_REQUEST, format!("Invalid Request: {e}"), id),
-        // A method we serve whose params do not fit lands in rmcp's catch-all and
-        // would come back as "method not found"; name the real problem.
-        Ok(ClientJsonRpcMessage::Request(request))
-            if matches!(request.request, ClientRequest::CustomRequest(_))
-                && method.as_deref().is_some_and(|m| SERVED_METHODS.contains(&m)) =>
-        {
-            return Err(invalid_params_for(method.as_deref().unwrap_or_default(), id));
-        }
-        Ok(_) => {}
-    }
-    Ok(Envelope { method })
-}
-
-/// Methods with typed params in rmcp that this server answers.
-const SERVED_METHODS: &[&str] = &["initialize", "ping", "tools/list", "tools/call"];
-
-fn params_hint(method: &str) -> &'static str {
-    match method {
-        "tools/call" => "params.name must be a string and params.arguments an object",
-        "initialize" => "params needs protocolVersion, capabilities and clientInfo",
-        _ => "params do not match the method",
-    }
+/// `event: message`, the JSON on one `data:` line (serde writes no raw newlines).
+fn sse_frame(mut parts: http::response::Parts, json: &str) -> Response<Body> {
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    parts.headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    Response::from_parts(parts, Body::from(format!("event: message\ndata: {json}\n\n")))
 }
 
 /// What an unknown or ended session gets, the same words as rmcp's refusals
@@ -557,54 +586,8 @@ impl<F: Fn(&str) -> Option<String> + Unpin> hyper::body::Body for SseRewrite<F> 
 }
 
 #[cfg(test)]
-#[path = "envelope_props.rs"]
-mod envelope_props;
-
-#[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn envelope_errors_use_spec_codes() {
-        let code = |body: &str| match check_envelope(&Bytes::from(body.to_string())) {
-            Ok(_) => 0,
-            Err(r) => {
-                assert_eq!(r.status(), StatusCode::BAD_REQUEST);
-                let b = futures::executor::block_on(r.into_body().collect()).unwrap().to_bytes();
-                serde_json::from_slice::<Value>(&b).unwrap()["error"]["code"].as_i64().unwrap()
-            }
-        };
-        assert_eq!(code("{nope"), PARSE_ERROR);
-        assert_eq!(code("[]"), INVALID_REQUEST);
-        assert_eq!(code("7"), INVALID_REQUEST);
-        assert_eq!(code(r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#), INVALID_REQUEST);
-        assert_eq!(code(r#"{"jsonrpc":"2.0","id":1,"method":5}"#), INVALID_REQUEST);
-        assert_eq!(code(r#"{"jsonrpc":"2.0","id":1}"#), INVALID_REQUEST);
-        assert_eq!(code(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#), 0);
-        assert_eq!(code(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#), 0);
-        assert_eq!(code(r#"{"jsonrpc":"2.0","id":1,"method":5,"result":{}}"#), INVALID_REQUEST);
-        assert_eq!(code(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#), 0);
-    }
-
-    #[test]
-    fn well_formed_requests_name_their_method_and_bad_params_of_served_methods_are_named() {
-        let method = |body: &str| check_envelope(&Bytes::from(body.to_string())).ok().and_then(|e| e.method);
-        assert_eq!(
-            method(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{}}}"#).as_deref(),
-            Some("tools/call")
-        );
-        assert_eq!(method(r#"{"jsonrpc":"2.0","id":"a","method":"tools/list"}"#).as_deref(), Some("tools/list"));
-        assert_eq!(method(r#"{"jsonrpc":"2.0","id":2,"method":"vendor/thing"}"#).as_deref(), Some("vendor/thing"));
-        let response = check_envelope(&Bytes::from_static(br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":3}}"#))
-            .err()
-            .expect("bad tools/call params are refused");
-        assert_eq!(response.status(), StatusCode::OK);
-        let b = futures::executor::block_on(response.into_body().collect()).unwrap().to_bytes();
-        let v: Value = serde_json::from_slice(&b).unwrap();
-        assert_eq!(v["error"]["code"], jsonrpc::INVALID_PARAMS);
-        assert_eq!(v["id"], 7);
-    }
-
     #[test]
     fn sse_events_are_reassembled_and_rewritten() {
         let chunks: Vec<Result<Frame<Bytes>, Infallible>> = vec![

@@ -7,11 +7,18 @@ use serde_json::{Value, json};
 
 pub const PARSE_ERROR: i64 = -32700;
 pub const INVALID_REQUEST: i64 = -32600;
+pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 pub const INTERNAL_ERROR: i64 = -32603;
 /// Server-defined: authentication and session failures.
 pub const UNAUTHORIZED: i64 = -32001;
 pub const SERVER_ERROR: i64 = -32000;
+
+/// The one wording for a method this server does not serve, whichever layer
+/// refuses it (the endpoint for methods rmcp models, rmcp's handler for the rest).
+pub fn method_not_found_message(method: &str) -> String {
+    format!("Method not found: {method}")
+}
 
 pub fn error_body(code: i64, message: &str, id: Option<Value>) -> Value {
     json!({"jsonrpc": "2.0", "error": {"code": code, "message": message}, "id": id.unwrap_or(Value::Null)})

@@ -2,7 +2,7 @@
 //! registry, plus the contract identity in `initialize` and `tools/list` `_meta`.
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode,
@@ -17,11 +17,19 @@ use crate::contract::{CONTRACT_EPOCH, contract_hash};
 use crate::mcp_discover::Discovery;
 use crate::tools::{ToolContext, ToolOutput, ToolRegistry};
 
-/// Protocol versions this server negotiates, newest first (the order
-/// `server/discover` lists them in; rmcp only looks for membership); a client
-/// asking for another one gets the newest of these.
-pub const SUPPORTED_PROTOCOL_VERSIONS: &[ProtocolVersion] =
-    &[ProtocolVersion::V_2025_11_25, ProtocolVersion::V_2025_06_18, ProtocolVersion::V_2025_03_26];
+/// Protocol versions this server negotiates (spec §3), newest first: the order
+/// `server/discover` lists them in (rmcp only looks for membership). `initialize`
+/// answers with the requested one when it is listed, else with the first.
+pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] =
+    &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07"];
+
+/// [`SUPPORTED_PROTOCOL_VERSIONS`] in rmcp's type, for its negotiation. rmcp has no
+/// constant for 2024-10-07 and keeps the constructor private, so each version is
+/// built the way rmcp reads one off the wire; a name it could not read would be
+/// missing here, which `negotiable_versions_are_exactly_the_supported_ones` catches.
+static NEGOTIABLE_VERSIONS: LazyLock<Vec<ProtocolVersion>> = LazyLock::new(|| {
+    SUPPORTED_PROTOCOL_VERSIONS.iter().filter_map(|v| serde_json::from_value(Value::from(*v)).ok()).collect()
+});
 
 const INSTRUCTIONS: &str = "This server operates the developer's workstation: files, Git, commands and \
 Herdr workspaces inside the managed roots. Begin with herdr_inspect to see the roots and their state, \
@@ -90,7 +98,7 @@ impl ServerState {
 /// the versions rmcp negotiates for this handler.
 fn discovery_of(config: &InitializeResult) -> Result<Discovery, StateError> {
     Ok(Discovery {
-        supported_versions: SUPPORTED_PROTOCOL_VERSIONS.iter().map(|v| v.as_str().to_string()).collect(),
+        supported_versions: SUPPORTED_PROTOCOL_VERSIONS.iter().map(|v| v.to_string()).collect(),
         capabilities: serde_json::to_value(&config.capabilities).map_err(StateError::Capabilities)?,
         instructions: config.instructions.clone().unwrap_or_default(),
         server_name: config.server_info.name.clone(),
@@ -124,7 +132,7 @@ impl ServerHandler for McpHandler {
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(SUPPORTED_PROTOCOL_VERSIONS)
+        Cow::Borrowed(NEGOTIABLE_VERSIONS.as_slice())
     }
 
     async fn list_tools(
@@ -158,7 +166,7 @@ impl ServerHandler for McpHandler {
         request: CustomRequest,
         _context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, McpError> {
-        Err(McpError::new(ErrorCode::METHOD_NOT_FOUND, format!("Method not found: {}", request.method), None))
+        Err(McpError::new(ErrorCode::METHOD_NOT_FOUND, super::jsonrpc::method_not_found_message(&request.method), None))
     }
 }
 
@@ -204,6 +212,18 @@ pub fn to_call_result(output: ToolOutput) -> CallToolResult {
 mod tests {
     use super::*;
     use crate::tools::ImageBlock;
+
+    #[test]
+    fn negotiable_versions_are_exactly_the_supported_ones() {
+        let negotiable: Vec<&str> = NEGOTIABLE_VERSIONS.iter().map(ProtocolVersion::as_str).collect();
+        assert_eq!(negotiable, SUPPORTED_PROTOCOL_VERSIONS);
+        // The fallback for an unsupported request is the newest listed version.
+        assert_eq!(SUPPORTED_PROTOCOL_VERSIONS[0], ProtocolVersion::V_2025_11_25.as_str());
+        assert!(
+            NEGOTIABLE_VERSIONS.iter().all(ProtocolVersion::has_initialize),
+            "every version is reached through initialize"
+        );
+    }
 
     #[test]
     fn results_carry_text_structured_content_and_error_flag() {

@@ -5,6 +5,7 @@ pub mod auth;
 pub mod config;
 mod discover;
 pub mod endpoint;
+mod envelope;
 mod fast_tools_call;
 pub mod health;
 pub mod jsonrpc;
