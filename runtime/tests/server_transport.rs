@@ -207,6 +207,45 @@ async fn sessionless_get_and_delete_follow_spec_section_3() {
 }
 
 #[tokio::test]
+async fn runtime_generation_header_is_on_every_answer_when_set() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let rt = Runtime::start_tcp(&[repo.path()], &[("HERDR_MCP_RUNTIME_GENERATION", "gen-42")]).await;
+    let generation = |resp: &common::RawResponse| resp.header("x-herdr-runtime-generation").map(str::to_string);
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"no_such_tool","arguments":{}}}"#;
+    for (method, path, body) in [
+        ("POST", "/mcp", Some(LIST)),
+        ("POST", "/mcp", Some(call)),
+        ("POST", "/", Some("{oops")),
+        ("GET", "/health", None),
+    ] {
+        let resp = rt.raw(method, path, &json_headers(), body.map(str::as_bytes)).await;
+        assert_eq!(generation(&resp).as_deref(), Some("gen-42"), "{method} {path} {body:?}: {}", resp.text());
+    }
+    // Over TCP, the bearer's refusal carries it as well as the answer.
+    let resp = rt.raw_tcp("POST", "/mcp", &json_headers(), Some(LIST.as_bytes())).await;
+    assert_eq!((resp.status, generation(&resp).as_deref()), (401, Some("gen-42")));
+    let bearer = format!("Bearer {TOKEN}");
+    let mut h = json_headers();
+    h.push(("authorization", &bearer));
+    let resp = rt.raw_tcp("POST", "/mcp", &h, Some(LIST.as_bytes())).await;
+    assert_eq!((resp.status, generation(&resp).as_deref()), (200, Some("gen-42")));
+
+    // Unset or empty: no header. A value no header can carry: none either, and the log says why.
+    for (value, warned) in [(None, false), (Some(""), false), (Some("gen\u{1}43"), true)] {
+        let env: Vec<(&str, &str)> = value.map(|v| ("HERDR_MCP_RUNTIME_GENERATION", v)).into_iter().collect();
+        let rt = Runtime::start(&[repo.path()], &env).await;
+        let resp = rt.raw("POST", "/mcp", &json_headers(), Some(LIST.as_bytes())).await;
+        assert_eq!((resp.status, generation(&resp)), (200, None), "{value:?}");
+        assert_eq!(
+            rt.stderr().contains("HERDR_MCP_RUNTIME_GENERATION holds characters"),
+            warned,
+            "{value:?}: {}",
+            rt.stderr()
+        );
+    }
+}
+
+#[tokio::test]
 async fn get_and_delete_of_a_session_follow_spec_section_3() {
     let repo = git_repo(&[("a.txt", "a\n")]);
     let rt = Runtime::start(&[repo.path()], &[]).await;

@@ -18,7 +18,9 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::Request;
+use axum::response::Response;
 use axum::routing::{any, get};
+use http::{HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
 use self::config::ListenConfig;
@@ -27,6 +29,10 @@ use self::mcp::ServerState;
 
 /// How long open connections get to finish after a shutdown signal.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// Set by whoever supervises the runtime; echoed on every answer (spec §3) so a
+/// client can tell a restarted runtime from the one it talked to before.
+pub const RUNTIME_GENERATION_ENV: &str = "HERDR_MCP_RUNTIME_GENERATION";
+const RUNTIME_GENERATION_HEADER: HeaderName = HeaderName::from_static("x-herdr-runtime-generation");
 
 /// Routes shared by both listeners: the MCP endpoint at `/mcp`, `/mcp/` and `/`.
 pub fn router(state: Arc<ServerState>, endpoint: McpEndpoint) -> Router {
@@ -65,11 +71,14 @@ pub async fn serve(listen: ListenConfig, state: Arc<ServerState>, shutdown: Canc
 
     let endpoint = McpEndpoint::new(Arc::clone(&state), shutdown.clone());
     let app = router(Arc::clone(&state), endpoint);
+    let generation = runtime_generation();
     let mut tasks = tokio::task::JoinSet::new();
     let tcp_addr = match tcp {
         Some((listener, guard)) => {
             let addr = listener.local_addr()?;
             let tcp_app = app.clone().layer(axum::middleware::from_fn_with_state(guard, auth::guard));
+            // Outside the guard, so that its refusals carry the header too.
+            let tcp_app = with_runtime_generation(tcp_app, generation.clone());
             let stop = shutdown.clone();
             tasks.spawn(async move {
                 axum::serve(listener, tcp_app).with_graceful_shutdown(stop.cancelled_owned()).await
@@ -78,6 +87,7 @@ pub async fn serve(listen: ListenConfig, state: Arc<ServerState>, shutdown: Canc
         }
         None => None,
     };
+    let app = with_runtime_generation(app, generation);
     let stop = shutdown.clone();
     tasks.spawn(async move { axum::serve(unix_listener, app).with_graceful_shutdown(stop.cancelled_owned()).await });
     tracing::info!(
@@ -105,6 +115,34 @@ pub async fn serve(listen: ListenConfig, state: Arc<ServerState>, shutdown: Canc
     drop(socket_guard);
     tracing::info!("herdr-mcp stopped");
     Ok(())
+}
+
+/// The value of [`RUNTIME_GENERATION_ENV`] when it is set, not empty and fit for
+/// an HTTP header; a value that is not is reported once and left out.
+fn runtime_generation() -> Option<HeaderValue> {
+    let value = std::env::var_os(RUNTIME_GENERATION_ENV)?;
+    if value.is_empty() {
+        return None;
+    }
+    match value.to_str().and_then(|v| HeaderValue::from_str(v).ok()) {
+        Some(header) => Some(header),
+        None => {
+            tracing::warn!("{RUNTIME_GENERATION_ENV} holds characters an HTTP header cannot carry; not sending it");
+            None
+        }
+    }
+}
+
+/// Adds the runtime generation header to every answer of `app`; `None` leaves
+/// `app` as it is, without even a layer to pass through.
+fn with_runtime_generation(app: Router, generation: Option<HeaderValue>) -> Router {
+    let Some(generation) = generation else {
+        return app;
+    };
+    app.layer(axum::middleware::map_response(move |mut response: Response| {
+        response.headers_mut().insert(RUNTIME_GENERATION_HEADER, generation.clone());
+        async move { response }
+    }))
 }
 
 /// Cancels `token` on SIGINT or SIGTERM.

@@ -44,6 +44,7 @@ const SCRUBBED_ENV: &[&str] = &[
     "HERDR_SOCKET_PATH",
     "HERDR_MCP_CONFIG_DIR",
     "HERDR_MCP_STATE_DIR",
+    "HERDR_MCP_RUNTIME_GENERATION",
 ];
 
 /// What to start; `Default` is a Unix-socket-only runtime in a fresh temp dir.
