@@ -130,3 +130,127 @@ async fn subscription_streams_status_changes() {
     let end = tokio::time::timeout(Duration::from_secs(2), sub.next_event()).await.unwrap().unwrap();
     assert!(end.is_none(), "a closed stream ends cleanly");
 }
+
+/// One raw request line on its own connection; the reply as JSON.
+async fn raw(sim: &HerdrSim, line: &str) -> serde_json::Value {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let mut stream = tokio::net::UnixStream::connect(&sim.socket).await.unwrap();
+    stream.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+    let mut reply = String::new();
+    tokio::time::timeout(Duration::from_secs(2), BufReader::new(stream).read_line(&mut reply)).await.unwrap().unwrap();
+    serde_json::from_str(&reply).unwrap()
+}
+
+#[tokio::test]
+async fn requests_herdr_cannot_parse_are_invalid_request_with_an_empty_id() {
+    // Herdr parses a request into a serde enum before it looks at any state, so a
+    // missing or mistyped field is `invalid_request` with "id":"" (spec §A, §B, D.5),
+    // never a `*_not_found` or a success.
+    let sim = HerdrSim::start().await;
+    sim.add_workspace("w1", "repo");
+    sim.add_pane("w1", "w1:p1", "/tmp");
+    let reply = raw(&sim, r#"{"id":"req_pane.read","method":"pane.read","params":{"pane_id":"w1:p1"}}"#).await;
+    assert_eq!(reply["id"], "", "{reply}");
+    assert_eq!(reply["error"]["code"], "invalid_request");
+    assert!(reply["error"]["message"].as_str().unwrap().starts_with("invalid request: missing field `source`"), "{reply}");
+    let c = client(&sim);
+    let refused = [
+        ("pane.send_text", json!({"pane_id": "w1:p1"}), "missing field `text`"),
+        ("agent.get", json!({"target": 5}), "invalid type: integer `5`, expected a string"),
+        ("pane.read", json!({"pane_id": "w1:p1", "source": "screen"}), "unknown variant `screen`"),
+        ("pane.split", json!({"target_pane_id": "w1:p1"}), "missing field `direction`"),
+        ("pane.wait_for_output", json!({"pane_id": "w1:p1", "source": "recent"}), "missing field `match`"),
+        ("agent.prompt", json!({"target": "w1:p1", "text": "x", "wait": {"until": ["finished"]}}), "unknown variant `finished`"),
+        ("pane.list", json!([]), "invalid type: sequence, expected a map"),
+    ];
+    for (method, params, why) in refused {
+        let e = c.call(method, params.clone()).await.unwrap_err();
+        assert_eq!((e.code.as_str(), e.from_daemon), ("invalid_request", true), "{method} {params}");
+        assert!(e.message.contains(why), "{method} {params}: {}", e.message);
+    }
+    // Extra fields are ignored; null stands for an absent optional field.
+    c.call("pane.list", json!({"workspace_id": null, "verbose": true})).await.unwrap();
+    // An unknown method names the methods Herdr has; a real one the simulator does
+    // not model says so instead of passing for Herdr.
+    let e = c.call("pane.teleport", json!({})).await.unwrap_err();
+    assert_eq!(e.code, "invalid_request");
+    assert!(e.message.contains("unknown variant `pane.teleport`") && e.message.contains("`plugin.pane.close`"), "{}", e.message);
+    assert_eq!(c.call("workspace.get", json!({"workspace_id": "w1"})).await.unwrap_err().code, "sim_unimplemented");
+}
+
+#[tokio::test]
+async fn subscriptions_herdr_does_not_know_are_refused() {
+    let sim = HerdrSim::start().await;
+    let c = client(&sim);
+    for bad in [json!({"type": "pane.create"}), json!({"type": "pane.agent_status_changed"}), json!({"kind": "pane.created"})] {
+        let e = c.subscribe(vec![json!({"type": "pane.created"}), bad.clone()]).await.err().unwrap();
+        assert_eq!(e.code, "invalid_request", "{bad}");
+    }
+    assert_eq!(sim.subscriber_count(), 0, "a refused subscription streams nothing");
+    // Every type the event cache subscribes to is one Herdr knows.
+    let mut all: Vec<serde_json::Value> =
+        herdr_mcp::herdr::cache::LIFECYCLE_SUBSCRIPTIONS.iter().map(|t| json!({"type": t})).collect();
+    all.push(json!({"type": "pane.agent_status_changed", "pane_id": "w1:p1"}));
+    c.subscribe(all).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_blank_key_is_invalid_key() {
+    // Herdr refuses a literal " " (the key is named "space"), spec D.6.
+    let sim = HerdrSim::start().await;
+    sim.add_workspace("w1", "repo");
+    sim.add_pane("w1", "w1:p1", "/tmp");
+    let c = client(&sim);
+    let e = c.call("pane.send_keys", json!({"pane_id": "w1:p1", "keys": ["e", " ", "enter"]})).await.unwrap_err();
+    assert_eq!((e.code.as_str(), e.message.as_str()), ("invalid_key", "unsupported key  "));
+    c.call("pane.send_keys", json!({"pane_id": "w1:p1", "keys": ["e", "space", "enter"]})).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_fresh_snapshot_is_shaped_like_the_transcript() {
+    // No focus ids (absent, not null) until something exists; `layouts` is always there.
+    let sim = HerdrSim::start().await;
+    let snap = client(&sim).call("session.snapshot", json!({})).await.unwrap();
+    assert_eq!(
+        snap,
+        json!({"type": "session_snapshot", "snapshot": {"version": "0.8.2", "protocol": 20,
+            "workspaces": [], "tabs": [], "panes": [], "layouts": [], "agents": []}})
+    );
+    sim.add_workspace("w1", "repo");
+    sim.add_pane("w1", "w1:p1", "/tmp");
+    let snap = client(&sim).call("session.snapshot", json!({})).await.unwrap();
+    let s = &snap["snapshot"];
+    assert_eq!(
+        (&s["focused_workspace_id"], &s["focused_tab_id"], &s["focused_pane_id"]),
+        (&json!("w1"), &json!("w1:t1"), &json!("w1:p1"))
+    );
+}
+
+#[tokio::test]
+async fn pane_read_lines_count_screen_rows_blank_ones_included() {
+    // Spec D.2, on a 39-row pane with three lines of output.
+    let sim = HerdrSim::start().await;
+    sim.add_workspace("w1", "repo");
+    sim.add_pane("w1", "w1:p1", "/tmp");
+    sim.set_pane_text("w1:p1", "$ echo hi\nhi\n$\n");
+    let c = client(&sim);
+    let read = |source: &'static str, lines: Option<u64>| {
+        let c = &c;
+        async move {
+            let mut params = json!({"pane_id": "w1:p1", "source": source});
+            if let Some(n) = lines {
+                params["lines"] = json!(n);
+            }
+            let r = c.call("pane.read", params).await.unwrap();
+            (r["read"]["text"].as_str().unwrap().to_string(), r["read"]["truncated"].as_bool().unwrap())
+        }
+    };
+    let all = ("$ echo hi\nhi\n$\n".to_string(), false);
+    assert_eq!(read("recent", None).await, all);
+    assert_eq!(read("recent", Some(10)).await, (String::new(), true));
+    assert_eq!(read("recent_unwrapped", Some(10)).await, (String::new(), true));
+    assert_eq!(read("recent", Some(38)).await, ("hi\n$\n".to_string(), true), "one row short of the screen");
+    assert_eq!(read("recent", Some(39)).await, all);
+    assert_eq!(read("visible", Some(2)).await, ("$ echo hi\nhi\n".to_string(), true));
+    assert_eq!(read("detection", None).await, all);
+}

@@ -17,12 +17,17 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, watch};
 
 pub mod harness;
+pub mod params;
+pub mod screen;
 pub mod shell_panes;
 
 pub const VERSION: &str = "0.8.2";
 pub const PROTOCOL: u64 = 20;
 const MAX_REQUEST_BYTES: usize = 1024 * 1024;
 const FIRST_LINE_TIMEOUT: Duration = Duration::from_secs(5);
+/// `agent.prompt` with `wait` from a non-working agent fails with
+/// `agent_prompt_stalled` when its state does not change within this (spec §3).
+pub const PROMPT_STALL: Duration = Duration::from_secs(5);
 
 /// How the simulator misbehaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +61,8 @@ struct State {
     pane_text: HashMap<String, String>,
     prompts: Vec<(String, String)>,
     on_prompt: Vec<String>,
+    /// How long `agent.prompt` with `wait` gives an agent to show a change (Herdr: 5 s).
+    prompt_stall: Option<Duration>,
     snapshot_fails: bool,
     shell: shell_panes::ShellPanes,
 }
@@ -153,10 +160,12 @@ impl Shared {
         let line = json!({"data": data, "event": "pane.agent_status_changed"}).to_string();
         let subs = self.subscribers.lock().unwrap();
         for s in subs.iter() {
-            if s.subscriptions
-                .iter()
-                .any(|x| str_of(x, "type") == Some("pane.agent_status_changed") && str_of(x, "pane_id") == Some(pane_id))
-            {
+            // `agent_status`, when given, narrows the subscription to that status.
+            if s.subscriptions.iter().any(|x| {
+                str_of(x, "type") == Some("pane.agent_status_changed")
+                    && str_of(x, "pane_id") == Some(pane_id)
+                    && str_of(x, "agent_status").is_none_or(|want| want == status)
+            }) {
                 let _ = s.tx.send(line.clone());
             }
         }
@@ -205,11 +214,19 @@ impl Shared {
                 if st.snapshot_fails {
                     return err("internal_error", "snapshot failed (scripted)");
                 }
-                ok(json!({"type": "session_snapshot", "snapshot": {
+                let mut snapshot = json!({
                     "version": VERSION, "protocol": PROTOCOL,
-                    "focused_workspace_id": st.focused_workspace_id, "focused_pane_id": st.focused_pane_id,
-                    "workspaces": st.workspaces, "tabs": st.tabs, "panes": st.panes, "agents": st.agents,
-                }}))
+                    "workspaces": st.workspaces, "tabs": st.tabs, "panes": st.panes, "layouts": [], "agents": st.agents,
+                });
+                // The focused ids are absent, not null, until something exists (transcript §B).
+                if let Some(ws) = &st.focused_workspace_id {
+                    snapshot["focused_workspace_id"] = json!(ws);
+                    snapshot["focused_tab_id"] = json!(format!("{ws}:t1"));
+                }
+                if let Some(pane) = &st.focused_pane_id {
+                    snapshot["focused_pane_id"] = json!(pane);
+                }
+                ok(json!({"type": "session_snapshot", "snapshot": snapshot}))
             }
             "workspace.list" => ok(json!({"type": "workspace_list", "workspaces": self.state.lock().unwrap().workspaces})),
             "tab.list" => {
@@ -270,7 +287,13 @@ impl Shared {
             "pane.process_info" => {
                 let pane = str_of(params, "pane_id").unwrap_or_default();
                 let mut st = self.state.lock().unwrap();
-                let Some((i, cwd)) = st.panes.iter().enumerate().find(|(_, p)| str_of(p, "pane_id") == Some(pane)).map(|(i, p)| (i, p["cwd"].clone())) else {
+                let Some((i, cwd)) = st
+                    .panes
+                    .iter()
+                    .enumerate()
+                    .find(|(_, p)| str_of(p, "pane_id") == Some(pane))
+                    .map(|(i, p)| (i, p["cwd"].clone()))
+                else {
                     return err("pane_not_found", format!("pane {pane} not found"));
                 };
                 ok(st.shell.process_info(pane, i, &cwd))
@@ -281,7 +304,14 @@ impl Shared {
                 if !st.panes.iter().any(|p| str_of(p, "pane_id") == Some(pane)) {
                     return err("pane_not_found", format!("pane {pane} not found"));
                 }
-                let keys = params["keys"].as_array().map(|k| k.iter().filter_map(Value::as_str).map(str::to_string).collect()).unwrap_or_default();
+                let keys: Vec<String> = params["keys"]
+                    .as_array()
+                    .map(|k| k.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                    .unwrap_or_default();
+                // Herdr takes key names ("space", "enter", "ctrl+c"); a blank key is refused (spec D.6).
+                if let Some(bad) = keys.iter().find(|k| k.trim().is_empty()) {
+                    return err("invalid_key", format!("unsupported key {bad}"));
+                }
                 st.shell.keys(pane, keys);
                 drop(st);
                 self.bump();
@@ -293,13 +323,16 @@ impl Shared {
                 let Some(p) = st.panes.iter().find(|p| str_of(p, "pane_id") == Some(pane)) else {
                     return err("pane_not_found", format!("pane {pane} not found"));
                 };
+                let held = st.pane_text.get(pane).map(String::as_str).unwrap_or_default();
+                let (text, truncated) =
+                    screen::read(held, str_of(params, "source").unwrap_or_default(), params["lines"].as_u64());
                 ok(json!({"type": "pane_read", "read": {
                     "pane_id": pane, "workspace_id": p["workspace_id"], "tab_id": p["tab_id"],
-                    "source": params["source"], "format": "text",
-                    "text": st.pane_text.get(pane).cloned().unwrap_or_default(), "revision": 0, "truncated": false,
+                    "source": params["source"], "format": params.get("format").filter(|f| f.is_string()).unwrap_or(&json!("text")),
+                    "text": text, "revision": 0, "truncated": truncated,
                 }}))
             }
-            _ => err("invalid_request", format!("invalid request: unknown variant `{method}`")),
+            _ => err("sim_unimplemented", format!("the Herdr simulator does not model {method}")),
         }
     }
 
@@ -313,7 +346,8 @@ impl Shared {
         }
         let agent = {
             let mut st = self.state.lock().unwrap();
-            let Some(i) = st.agents.iter().position(|a| str_of(a, "pane_id") == Some(target) || str_of(a, "name") == Some(target))
+            let Some(i) =
+                st.agents.iter().position(|a| str_of(a, "pane_id") == Some(target) || str_of(a, "name") == Some(target))
             else {
                 return err("agent_not_found", format!("agent {target} not found"));
             };
@@ -332,7 +366,8 @@ impl Shared {
     fn split(&self, params: &Value) -> Result<Value, (String, String)> {
         let pane = {
             let mut st = self.state.lock().unwrap();
-            let target = str_of(params, "target_pane_id").and_then(|t| st.panes.iter().find(|p| str_of(p, "pane_id") == Some(t)).cloned());
+            let target =
+                str_of(params, "target_pane_id").and_then(|t| st.panes.iter().find(|p| str_of(p, "pane_id") == Some(t)).cloned());
             let ws = match (&target, str_of(params, "workspace_id")) {
                 (Some(t), _) => str_of(t, "workspace_id").unwrap_or_default().to_string(),
                 (None, Some(ws)) if st.workspaces.iter().any(|w| str_of(w, "workspace_id") == Some(ws)) => ws.to_string(),
@@ -365,22 +400,52 @@ impl Shared {
             return err("agent_blocked", format!("agent {target} is blocked and requires interactive input"));
         }
         let pane = str_of(&agent, "pane_id").unwrap().to_string();
-        let script = {
+        let seq_before = agent["state_change_seq"].as_u64().unwrap_or(0);
+        let (script, stall) = {
             let mut st = self.state.lock().unwrap();
             st.prompts.push((target.clone(), str_of(params, "text").unwrap_or_default().to_string()));
-            st.on_prompt.clone()
+            (st.on_prompt.clone(), st.prompt_stall.unwrap_or(PROMPT_STALL))
         };
         self.bump();
         for status in script {
             self.set_status(&pane, &status);
         }
         if let Some(wait) = params.get("wait").filter(|w| w.is_object()) {
+            let started = tokio::time::Instant::now();
             let until: Vec<String> = wait["until"]
                 .as_array()
+                .filter(|u| !u.is_empty())
                 .map(|u| u.iter().filter_map(Value::as_str).map(str::to_string).collect())
                 .unwrap_or_else(|| vec!["idle".into(), "done".into(), "blocked".into()]);
             let timeout = wait["timeout_ms"].as_u64().map(Duration::from_millis);
             let mut rx = self.changes.subscribe();
+            // Herdr first wants to see the agent react: from a non-working state, no
+            // change of state_change_seq within the stall window is `agent_prompt_stalled`
+            // (the text was typed all the same). A working agent's running turn may
+            // satisfy the wait, as Herdr does not track turns.
+            if str_of(&agent, "agent_status") != Some("working") {
+                let seq = || self.agent_by_target(&pane).and_then(|a| a["state_change_seq"].as_u64()).unwrap_or(0);
+                let window = timeout.map_or(stall, |t| t.min(stall));
+                let reacted = async {
+                    while seq() == seq_before {
+                        if rx.changed().await.is_err() {
+                            std::future::pending::<()>().await;
+                        }
+                    }
+                };
+                if tokio::time::timeout(window, reacted).await.is_err() {
+                    if timeout.is_some_and(|t| t <= stall) {
+                        return err("timeout", "timed out waiting for agent status");
+                    }
+                    return err(
+                        "agent_prompt_stalled",
+                        format!(
+                            "agent {target} showed no state change after the prompt (state_change_seq remained {seq_before})"
+                        ),
+                    );
+                }
+            }
+            let timeout = timeout.map(|t| t.saturating_sub(started.elapsed()));
             let matched = async {
                 loop {
                     let status = self.agent_by_target(&pane).and_then(|a| str_of(&a, "agent_status").map(str::to_string));
@@ -451,9 +516,20 @@ async fn serve_connection(shared: Arc<Shared>, stream: UnixStream) {
         let _ = write.write_all(format!("{}\n", bad("missing field `id` or `method`".into())).as_bytes()).await;
         return;
     };
-    let Some(params) = request.get("params").filter(|p| p.is_object()) else {
-        let _ = write.write_all(format!("{}\n", bad("missing field `params`".into())).as_bytes()).await;
-        return;
+    let params = match params::verdict(method, request.get("params")) {
+        params::Verdict::Invalid(why) => {
+            let _ = write.write_all(format!("{}\n", bad(why)).as_bytes()).await;
+            return;
+        }
+        params::Verdict::NotSimulated => {
+            // A method real Herdr has but this simulator does not model: say so
+            // plainly rather than pretend to be Herdr.
+            let reply = json!({"id": id, "error": {"code": "sim_unimplemented",
+                "message": format!("the Herdr simulator does not model {method}")}});
+            let _ = write.write_all(format!("{reply}\n").as_bytes()).await;
+            return;
+        }
+        params::Verdict::Served => &request["params"],
     };
     let fault = shared.method_faults.lock().unwrap().get(method).copied().or(*shared.fault.lock().unwrap());
     match fault {
@@ -585,6 +661,12 @@ impl HerdrSim {
         self.shared.state.lock().unwrap().snapshot_fails = fails;
     }
 
+    /// Shortens (or restores, with `None`) the window in which a prompted agent must
+    /// react before `agent.prompt` with `wait` fails with `agent_prompt_stalled`.
+    pub fn set_prompt_stall(&self, window: Option<Duration>) {
+        self.shared.state.lock().unwrap().prompt_stall = window;
+    }
+
     /// Statuses an agent goes through right after it is prompted.
     pub fn set_on_prompt(&self, statuses: &[&str]) {
         self.shared.state.lock().unwrap().on_prompt = statuses.iter().map(|s| s.to_string()).collect();
@@ -674,37 +756,78 @@ impl HerdrSim {
         self.shared.set_status(pane_id, status);
     }
 
-    /// The agent process exits: Herdr reports status `unknown` without an agent.
+    /// The agent process exits: Herdr reports status `unknown` without an agent, and
+    /// the detection is released with the agent's last status (transcript §C).
     pub fn remove_agent(&self, pane_id: &str) {
-        let ws = {
+        let (ws, kind, last) = {
             let mut st = self.shared.state.lock().unwrap();
-            let ws = st
-                .agents
-                .iter()
-                .find(|a| str_of(a, "pane_id") == Some(pane_id))
-                .and_then(|a| str_of(a, "workspace_id").map(str::to_string))
-                .expect("agent exists");
+            let agent = st.agents.iter().find(|a| str_of(a, "pane_id") == Some(pane_id)).cloned().expect("agent exists");
             st.agents.retain(|a| str_of(a, "pane_id") != Some(pane_id));
-            ws
+            if let Some(p) = st.panes.iter_mut().find(|p| str_of(p, "pane_id") == Some(pane_id)) {
+                p["agent_status"] = json!("unknown");
+                if let Some(p) = p.as_object_mut() {
+                    p.remove("agent");
+                }
+            }
+            let field = |k: &str| str_of(&agent, k).unwrap_or_default().to_string();
+            (field("workspace_id"), field("agent"), field("agent_status"))
         };
         self.shared.emit_status(pane_id, &ws, "unknown", None);
+        self.shared.emit_lifecycle(
+            "pane_agent_detected",
+            json!({"agent": kind, "final_status": last, "pane_id": pane_id, "released": true, "workspace_id": ws}),
+        );
         self.shared.bump();
     }
 
+    /// The pane's process exits (`exit` in its shell): the pane leaves every list, and
+    /// Herdr says only `pane_exited` — no `pane_closed` (spec D.3).
+    pub fn exit_pane(&self, pane_id: &str) {
+        let ws = self.forget_pane(pane_id);
+        self.shared.emit_lifecycle("pane_exited", json!({"pane_id": pane_id, "workspace_id": ws}));
+        self.shared.bump();
+    }
+
+    fn forget_pane(&self, pane_id: &str) -> String {
+        let mut st = self.shared.state.lock().unwrap();
+        let ws = st
+            .panes
+            .iter()
+            .find(|p| str_of(p, "pane_id") == Some(pane_id))
+            .and_then(|p| str_of(p, "workspace_id").map(str::to_string))
+            .expect("pane exists");
+        st.panes.retain(|p| str_of(p, "pane_id") != Some(pane_id));
+        st.agents.retain(|a| str_of(a, "pane_id") != Some(pane_id));
+        if st.focused_pane_id.as_deref() == Some(pane_id) {
+            st.focused_pane_id = None;
+        }
+        ws
+    }
+
+    /// `pane.close`: `pane_closed`, then focus moves to a surviving pane of the
+    /// workspace, which Herdr reports with `pane_focused` and `layout_updated` (spec D.3).
     pub fn close_pane(&self, pane_id: &str) {
-        let ws = {
+        let ws = self.forget_pane(pane_id);
+        self.shared.emit_lifecycle("pane_closed", json!({"pane_id": pane_id, "workspace_id": ws}));
+        let survivor = {
             let mut st = self.shared.state.lock().unwrap();
-            let ws = st
+            let survivor = st
                 .panes
                 .iter()
-                .find(|p| str_of(p, "pane_id") == Some(pane_id))
-                .and_then(|p| str_of(p, "workspace_id").map(str::to_string))
-                .expect("pane exists");
-            st.panes.retain(|p| str_of(p, "pane_id") != Some(pane_id));
-            st.agents.retain(|a| str_of(a, "pane_id") != Some(pane_id));
-            ws
+                .find(|p| str_of(p, "workspace_id") == Some(ws.as_str()))
+                .and_then(|p| str_of(p, "pane_id").map(str::to_string));
+            if st.focused_pane_id.is_none() {
+                st.focused_pane_id = survivor.clone();
+            }
+            survivor
         };
-        self.shared.emit_lifecycle("pane_closed", json!({"pane_id": pane_id, "workspace_id": ws}));
+        if let Some(survivor) = survivor {
+            self.shared.emit_lifecycle("pane_focused", json!({"pane_id": survivor, "workspace_id": ws}));
+            self.shared.emit_lifecycle(
+                "layout_updated",
+                json!({"layout": {"workspace_id": ws, "tab_id": format!("{ws}:t1"), "focused_pane_id": survivor, "zoomed": false}}),
+            );
+        }
         self.shared.bump();
     }
 
