@@ -167,3 +167,56 @@ async fn cache_renews_its_subscription_and_snapshot_on_schedule() {
     assert!(service.cache.last_error().is_none());
     cancel.cancel();
 }
+
+#[tokio::test]
+async fn a_pane_whose_process_exits_leaves_the_cache_without_any_close_event() {
+    // Spec D.3: a shell that exits gives only `pane_exited`, yet the pane is gone from
+    // every list; the cache must treat it as "maybe gone" and look again.
+    let sim = HerdrSim::start().await;
+    sim.add_workspace("w1", "repo");
+    sim.add_pane("w1", "w1:p1", "/tmp");
+    sim.add_pane("w1", "w1:p2", "/tmp");
+    sim.add_agent("w1:p2", "claude", "idle");
+    let (service, cancel) = started(&sim).await;
+    sim.exit_pane("w1:p1");
+    let gone = |c: &herdr_mcp::herdr::EventCache| c.live_view().is_some_and(|v| v.topology.pane("w1:p1").is_none());
+    assert!(service.cache.wait_for(WAIT, gone).await, "the exited pane stayed in the cache");
+    // The agent process exits: status `unknown` without an agent, and its detection is released.
+    sim.remove_agent("w1:p2");
+    assert!(service.cache.wait_for(WAIT, |c| c.live_view().is_some_and(|v| v.topology.agents.is_empty())).await);
+    assert!(
+        service
+            .cache
+            .wait_for(WAIT, |c| c.history_page(0, |_| true).events.iter().any(|e| e.kind == "pane_agent_detected"))
+            .await
+    );
+    let kinds: Vec<String> = service.cache.history_page(0, |_| true).events.iter().map(|e| e.kind.clone()).collect();
+    assert!(kinds.contains(&"pane_exited".to_string()) && !kinds.iter().any(|k| k == "pane_closed"), "{kinds:?}");
+    assert!(service.cache.live_view().unwrap().topology.pane("w1:p2").is_some(), "the pane outlives its agent");
+    cancel.cancel();
+}
+
+#[tokio::test]
+async fn a_change_made_while_no_stream_is_open_is_not_lost() {
+    // Herdr streams only what happens after a subscription is open. Here the agent
+    // starts working after the cache's picture was taken but before its stream opens:
+    // only another look, once the stream is open, can tell (else it stays `idle` until
+    // the next scheduled re-snapshot, 30 s away by default).
+    let sim = HerdrSim::start().await;
+    sim.add_workspace("w1", "repo");
+    sim.add_pane("w1", "w1:p1", "/tmp");
+    sim.add_agent("w1:p1", "pi", "idle");
+    sim.hold_replies("agent.list");
+    let service = HerdrService::new(config(&sim.socket), None);
+    let cancel = CancellationToken::new();
+    service.start(cancel.clone());
+    assert!(sim.wait_until(WAIT, |s| s.held_replies("agent.list") == 1).await, "the cache never asked for the agents");
+    sim.set_agent_status("w1:p1", "working");
+    sim.release_replies("agent.list");
+    assert!(
+        service.cache.wait_for(WAIT, |_| status_of(&service, "w1:p1").as_deref() == Some("working")).await,
+        "the cache still shows {:?}",
+        status_of(&service, "w1:p1")
+    );
+    cancel.cancel();
+}

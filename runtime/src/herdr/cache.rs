@@ -50,6 +50,9 @@ pub const LIFECYCLE_SUBSCRIPTIONS: &[&str] = &[
     "pane.agent_detected",
 ];
 
+/// Extra subscription rounds a cycle opens at once for panes that appeared meanwhile.
+const MAX_CATCH_UPS: usize = 2;
+
 /// Characters of pane text carried by one `agent_output` event.
 pub const OUTPUT_TAIL_CHARS: usize = 4000;
 
@@ -195,16 +198,39 @@ impl EventCache {
         subs
     }
 
-    /// One snapshot followed by subscription rounds, until a re-snapshot is due, an
-    /// event asks for one, or the stream fails.
-    async fn cycle(&self, cancel: &CancellationToken) -> Result<(), HerdrError> {
-        let timeouts = self.client.timeouts().clone();
+    /// Takes a fresh picture of Herdr and installs it.
+    async fn refresh(&self) -> Result<(), HerdrError> {
         let mark = self.read().adopted.mark();
         let (topology, warnings) = fetch_topology(&self.client).await?;
         self.install(topology, warnings, mark);
+        Ok(())
+    }
+
+    /// Subscription rounds, each opened and then followed by a fresh picture, until a
+    /// re-snapshot is due, an event asks for one, or the stream fails.
+    async fn cycle(&self, cancel: &CancellationToken) -> Result<(), HerdrError> {
+        let timeouts = self.client.timeouts().clone();
+        // The first picture only tells which panes to follow.
+        if self.read().topology.is_none() {
+            self.refresh().await?;
+        }
         let resnapshot_at = Instant::now() + timeouts.resnapshot;
+        let mut catch_ups = 0;
         loop {
+            let followed = self.read().topology.as_ref().map(Topology::pane_ids).unwrap_or_default();
             let mut sub = self.client.subscribe(self.subscriptions()).await?;
+            // Herdr sends a subscription only what happens after it is open, so a change
+            // made since the last picture (while no stream was open: a reconnect, a
+            // renewal, the re-snapshot an event asked for) would be lost for good.
+            // Looking again now that the stream is open closes that gap.
+            self.refresh().await?;
+            // Panes the picture shows for the first time get their status subscription
+            // now rather than at the next renewal (bounded, should panes keep coming).
+            let unfollowed = self.read().topology.as_ref().is_some_and(|t| t.pane_ids().iter().any(|p| !followed.contains(p)));
+            if unfollowed && catch_ups < MAX_CATCH_UPS {
+                catch_ups += 1;
+                continue;
+            }
             {
                 let mut s = self.write();
                 s.live = true;
