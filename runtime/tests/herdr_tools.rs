@@ -13,7 +13,6 @@ use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(5);
 
-
 /// A simulator with one workspace, two panes and a `pi` agent on `w1:p1`.
 async fn rig_with(adjust: impl FnOnce(&mut HerdrConfig, &HerdrSim), live_cache: bool, readonly: bool) -> Rig {
     let sim = HerdrSim::start().await;
@@ -436,4 +435,34 @@ async fn prompt_reports_a_taskgroup_failure_as_herdr_internal() {
     assert_eq!(again["idempotent_replay"], true, "{again}");
     assert_eq!(again["code"], "control_plane_taskgroup");
     assert_eq!(r.sim.count("agent.prompt"), sent, "the replay sent nothing");
+}
+
+#[tokio::test]
+async fn prompt_to_an_agent_that_does_not_react_is_stalled_yet_submitted() {
+    // Herdr 0.8.2: agent.prompt with wait, from a non-working agent that shows no
+    // change within 5 s, answers `agent_prompt_stalled` — after typing the text.
+    let r = rig().await;
+    r.sim.set_prompt_stall(Some(Duration::from_millis(300)));
+    r.sim.set_on_prompt(&[]);
+    let args = json!({"target": "w1:p1", "text": "anyone there?", "idempotency_key": "quiet",
+        "wait": {"until": ["idle", "done"], "timeout_ms": 2000}});
+    let out = call(&r.ctx, "herdr_prompt", args.clone()).await.payload;
+    assert_eq!((out["ok"].clone(), out["code"].clone()), (json!(false), json!("agent_prompt_stalled")), "{out}");
+    assert_eq!(out["failure"], "agent_prompt_stalled");
+    assert_eq!(out["failure_phase"], "post_submission_status_wait");
+    assert_eq!(out["submitted"], true, "Herdr typed the prompt before it gave up watching");
+    assert_eq!((out["delivery_uncertain"].clone(), out["retryable"].clone()), (json!(true), json!(false)));
+    assert_eq!(out["wait"], json!({"completed": false, "reason": "agent_did_not_react"}));
+    assert_eq!(out["after"]["agent_status"], "idle");
+    let replay = call(&r.ctx, "herdr_prompt", args).await.payload;
+    assert_eq!((replay["idempotent_replay"].clone(), replay["code"].clone()), (json!(true), json!("agent_prompt_stalled")));
+    assert_eq!(r.sim.prompts().len(), 1, "never typed twice");
+
+    // An agent that reacts is not stalled, even when it ends where it started.
+    r.sim.set_on_prompt(&["working", "idle"]);
+    let out =
+        call(&r.ctx, "herdr_prompt", json!({"target": "w1:p1", "text": "go", "wait": {"until": ["idle"], "timeout_ms": 2000}}))
+            .await
+            .payload;
+    assert_eq!((out["ok"].clone(), out["wait"]["completed"].clone()), (json!(true), json!(true)), "{out}");
 }

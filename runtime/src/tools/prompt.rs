@@ -9,10 +9,10 @@ use serde_json::{Map, Value, json};
 
 use super::common::{object_schema, req_str, str_arg};
 use super::{Access, BoxFuture, Handler, ToolContext, ToolOutput, ToolSpec};
+use crate::herdr::HerdrService;
 use crate::herdr::error::{HerdrError, START_HERDR_HINT, codes};
 use crate::herdr::prompt_registry::{Reservation, fingerprint};
 use crate::herdr::utility_pane::is_transient;
-use crate::herdr::HerdrService;
 
 pub const DEFAULT_WAIT_MS: u64 = 25_000;
 pub const MAX_WAIT_MS: u64 = 60_000;
@@ -24,6 +24,8 @@ const WAIT_SLACK: Duration = Duration::from_secs(5);
 const SECOND_LOOK_DELAY: Duration = Duration::from_millis(250);
 pub const MAX_TEXT_BYTES: usize = 64 * 1024;
 const STATUSES: &[&str] = &["idle", "working", "blocked", "done", "unknown"];
+/// Herdr's answer when a prompted agent shows no change within 5 s (the text was typed).
+const PROMPT_STALLED: &str = "agent_prompt_stalled";
 const RESOLVE_CODES: &[&str] = &["agent_not_found", "unknown_agent", "unknown_pane", "pane_not_found"];
 /// Code and failure phase of a task-group failure inside Herdr.
 const TASKGROUP: &str = "control_plane_taskgroup";
@@ -219,13 +221,18 @@ async fn deliver(herdr: &HerdrService, target: &str, text: &str, wait: Option<&V
             out["delivery_uncertain"] = json!(false);
             return (out, true);
         }
-        Err(e) if e.from_daemon && e.code == codes::TIMEOUT && wait.is_some() => {
+        // Both come after Herdr typed the prompt: a wait that ran out, or (from a
+        // non-working agent) no reaction within Herdr's stall window. A retry would type
+        // it a second time, so the key is kept.
+        Err(e) if e.from_daemon && wait.is_some() && (e.code == codes::TIMEOUT || e.code == PROMPT_STALLED) => {
+            let stalled = e.code == PROMPT_STALLED;
             let after = agent_get(herdr, target).await.ok();
             let mut out = failure(&e, "post_submission_status_wait", json!(true), target);
-            out["failure"] = json!("agent_status_wait_timeout");
+            out["failure"] = json!(if stalled { PROMPT_STALLED } else { "agent_status_wait_timeout" });
             out["before"] = before;
             out["after"] = json!(after);
-            out["wait"] = json!({"completed": false, "reason": "agent_status_timeout"});
+            out["wait"] =
+                json!({"completed": false, "reason": if stalled { "agent_did_not_react" } else { "agent_status_timeout" }});
             return (out, true);
         }
         Err(e) if e.from_daemon && RESOLVE_CODES.contains(&e.code.as_str()) => {
