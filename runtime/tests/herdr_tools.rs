@@ -466,3 +466,19 @@ async fn prompt_to_an_agent_that_does_not_react_is_stalled_yet_submitted() {
             .payload;
     assert_eq!((out["ok"].clone(), out["wait"]["completed"].clone()), (json!(true), json!(true)), "{out}");
 }
+
+#[tokio::test]
+async fn call_gives_a_prompt_wait_the_time_it_asks_for() {
+    // herdr_call agent.prompt with wait.timeout_ms beyond the default budget (1.5 s in
+    // these tests): the answer is Herdr's, not a local timeout that would leave the
+    // caller unsure whether the prompt was typed.
+    let r = rig().await;
+    r.sim.set_on_prompt(&["working"]);
+    let params = json!({"target": "w1:p1", "text": "long one", "wait": {"until": ["done"], "timeout_ms": 2000}});
+    let started = Instant::now();
+    let out = call(&r.ctx, "herdr_call", json!({"method": "agent.prompt", "params": params.to_string()})).await.payload;
+    assert_eq!(out["code"], "timeout", "{out}");
+    assert_eq!(out["message"], "timed out waiting for agent status", "Herdr's own answer: {out}");
+    assert!(started.elapsed() >= Duration::from_secs(2), "{:?}", started.elapsed());
+    assert_eq!(r.sim.prompts().len(), 1);
+}

@@ -99,7 +99,10 @@ fn run(ctx: Arc<ToolContext>, args: Map<String, Value>) -> BoxFuture<ToolOutput>
             );
         }
         let timeouts = herdr.client.timeouts();
-        let budget = match params.get("timeout_ms").and_then(Value::as_u64) {
+        // A wait method's own time limit: top-level, or inside `wait` (agent.prompt).
+        let wait_ms =
+            params.get("timeout_ms").or_else(|| params.get("wait").and_then(|w| w.get("timeout_ms"))).and_then(Value::as_u64);
+        let budget = match wait_ms {
             Some(ms) => timeouts.clamp(Duration::from_millis(ms) + WAIT_SLACK).max(timeouts.for_method(&method)),
             None => timeouts.for_method(&method),
         };
