@@ -254,3 +254,45 @@ async fn pane_read_lines_count_screen_rows_blank_ones_included() {
     assert_eq!(read("visible", Some(2)).await, ("$ echo hi\nhi\n".to_string(), true));
     assert_eq!(read("detection", None).await, all);
 }
+
+#[tokio::test]
+async fn wait_for_output_matches_line_by_line_and_times_out() {
+    // Spec §3 and §B: existing text first, then every change; the first matching line.
+    let sim = HerdrSim::start().await;
+    sim.add_workspace("w1", "repo");
+    sim.add_pane("w1", "w1:p1", "/tmp");
+    sim.set_pane_text("w1:p1", "$ echo hi-from-herdr\nhi-from-herdr\n");
+    let c = client(&sim);
+    let wait = |kind: &str, value: &str, timeout_ms: u64| {
+        json!({"pane_id": "w1:p1", "source": "recent", "match": {"type": kind, "value": value}, "timeout_ms": timeout_ms})
+    };
+    let hit = c.call("pane.wait_for_output", wait("substring", "hi-from-herdr", 1000)).await.unwrap();
+    assert_eq!((hit["type"].as_str(), hit["matched_line"].as_str()), (Some("output_matched"), Some("$ echo hi-from-herdr")));
+    let hit = c.call("pane.wait_for_output", wait("regex", "^hi-from-herdr$", 1000)).await.unwrap();
+    assert_eq!(hit["matched_line"], "hi-from-herdr");
+
+    let started = Instant::now();
+    let e = c.call("pane.wait_for_output", wait("substring", "never-appears", 300)).await.unwrap_err();
+    assert_eq!((e.code.as_str(), e.message.as_str()), ("timeout", "timed out waiting for output match"));
+    assert!(started.elapsed() >= Duration::from_millis(300), "{:?}", started.elapsed());
+    assert_eq!(c.call("pane.wait_for_output", wait("regex", "(", 300)).await.unwrap_err().code, "invalid_regex");
+    let mut gone = wait("substring", "x", 300);
+    gone["pane_id"] = json!("w9:p9");
+    assert_eq!(c.call("pane.wait_for_output", gone).await.unwrap_err().code, "pane_not_found");
+
+    // Output that comes later still matches.
+    let later = tokio::spawn({
+        let c = client(&sim);
+        async move { c.call_with_timeout("pane.wait_for_output", wait("regex", "^x42$", 5000), Duration::from_secs(3)).await }
+    });
+    assert!(sim.wait_until(Duration::from_secs(2), |s| s.count("pane.wait_for_output") == 6).await);
+    sim.set_pane_text("w1:p1", "$ printf x42\nx42\n");
+    assert_eq!(later.await.unwrap().unwrap()["matched_line"], "x42");
+
+    // A shell pane shows its prompt, which is what the utility-pane backend waits for.
+    sim.add_pane("w1", "w1:p2", "/tmp");
+    sim.set_pane_shell("w1:p2");
+    let prompt = herdr_mcp::herdr::utility_pane::PROMPT_REGEX;
+    let params = json!({"pane_id": "w1:p2", "source": "recent_unwrapped", "match": {"type": "regex", "value": prompt}, "timeout_ms": 1000});
+    assert_eq!(c.call("pane.wait_for_output", params).await.unwrap()["matched_line"], "$ ");
+}

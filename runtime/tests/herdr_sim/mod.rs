@@ -17,6 +17,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, watch};
 
 pub mod harness;
+mod output_wait;
 pub mod params;
 pub mod screen;
 pub mod shell_panes;
@@ -75,7 +76,7 @@ struct Shared {
     subscribers: Mutex<Vec<Subscriber>>,
     /// Methods whose answers are made but not yet sent, and how many wait per method.
     held: Mutex<HashMap<String, usize>>,
-    /// Bumped on every state change and subscriber change (event-driven waits).
+    /// Bumped on every state change, subscriber change and request (event-driven waits).
     changes: watch::Sender<u64>,
 }
 
@@ -272,18 +273,7 @@ impl Shared {
                 p["label"] = params["label"].clone();
                 ok(json!({"type": "pane_info", "pane": p.clone()}))
             }
-            "pane.wait_for_output" => {
-                let pane = str_of(params, "pane_id").unwrap_or_default();
-                let st = self.state.lock().unwrap();
-                if !st.panes.iter().any(|p| str_of(p, "pane_id") == Some(pane)) {
-                    return err("pane_not_found", format!("pane {pane} not found"));
-                }
-                if st.shell.no_prompt {
-                    return err("timeout", "timed out waiting for output match");
-                }
-                ok(json!({"type": "output_matched", "pane_id": pane, "revision": 0, "matched_line": "$ ",
-                    "read": {"pane_id": pane, "source": "recent_unwrapped", "format": "text", "text": "$ ", "truncated": false}}))
-            }
+            "pane.wait_for_output" => self.wait_for_output(params).await,
             "pane.process_info" => {
                 let pane = str_of(params, "pane_id").unwrap_or_default();
                 let mut st = self.state.lock().unwrap();
@@ -512,6 +502,8 @@ async fn serve_connection(shared: Arc<Shared>, stream: UnixStream) {
         }
     };
     shared.requests.lock().unwrap().push(request.clone());
+    // Tests wait (event-driven) on request counts too.
+    shared.bump();
     let (Some(id), Some(method)) = (str_of(&request, "id"), str_of(&request, "method")) else {
         let _ = write.write_all(format!("{}\n", bad("missing field `id` or `method`".into())).as_bytes()).await;
         return;
@@ -888,6 +880,7 @@ impl HerdrSim {
 
     pub fn set_pane_text(&self, pane_id: &str, text: &str) {
         self.shared.state.lock().unwrap().pane_text.insert(pane_id.to_string(), text.to_string());
+        self.shared.bump();
     }
 
     /// Closes every open subscription (as a restarting Herdr would).
