@@ -162,6 +162,19 @@ mod tests {
         assert_eq!(run.stdout, full[..full.len() - 1]);
     }
 
+    /// stderr keeps exactly STDERR_CAP bytes: a git writing that many loses
+    /// none, one more is cut at the cap. An alias running printf writes them.
+    #[test]
+    fn stderr_cap_is_exact() {
+        let tmp = tempfile::tempdir().unwrap();
+        for (written, kept) in [(STDERR_CAP - 1, STDERR_CAP - 1), (STDERR_CAP, STDERR_CAP), (STDERR_CAP + 1, STDERR_CAP)] {
+            let alias = format!("alias.err=!printf %{written}s x >&2");
+            let run = run_git(tmp.path(), &["-c", &alias, "err"], 1000, GIT_TIMEOUT).unwrap();
+            assert!(run.success(), "{}", run.stderr_text());
+            assert_eq!(run.stderr.len(), kept, "{written} bytes written");
+        }
+    }
+
     #[test]
     fn a_slow_git_is_stopped_at_the_deadline() {
         let tmp = tempfile::tempdir().unwrap();
