@@ -73,3 +73,40 @@ fn a_failing_git_is_ok_false_with_stderr() {
     assert!(!r["stderr"].as_str().unwrap().is_empty());
     drop(repo);
 }
+
+/// max_bytes is inclusive: an output of exactly that size is whole and not
+/// flagged; one byte less cuts it and says so.
+#[test]
+fn max_bytes_holds_at_its_edge() {
+    let repo = Repo::with_files(&[("a.txt", "one\n")]);
+    repo.write("a.txt", "two\n");
+    let ctx = repo.ctx();
+    let full = call(&ctx, "herdr_git", json!({"root": repo.p(""), "action": "diff"}));
+    let text = full["output"].as_str().unwrap().to_string();
+    assert_eq!(full["truncated"], false);
+    let exact = call(&ctx, "herdr_git", json!({"root": repo.p(""), "action": "diff", "max_bytes": text.len()}));
+    assert_eq!((exact["output"].as_str(), exact["truncated"].as_bool()), (Some(text.as_str()), Some(false)), "{exact}");
+    let cut = call(&ctx, "herdr_git", json!({"root": repo.p(""), "action": "diff", "max_bytes": text.len() - 1}));
+    assert_eq!((cut["output"].as_str(), cut["truncated"].as_bool()), (Some(&text[..text.len() - 1]), Some(true)), "{cut}");
+}
+
+/// A cut never splits a character: the output ends before a multi-byte
+/// character that does not fit whole, instead of showing a replacement mark.
+/// An invalid byte earlier in the file (shown as one) does not change that.
+#[test]
+fn a_cut_output_ends_on_a_whole_character() {
+    let repo = Repo::with_files(&[("a.txt", "one\n")]);
+    repo.write_bytes("a.txt", &[b"\xff", "€€€\n".as_bytes()].concat());
+    let ctx = repo.ctx();
+    let full = call(&ctx, "herdr_git", json!({"root": repo.p(""), "action": "diff"}));
+    let text = full["output"].as_str().unwrap().to_string();
+    // The raw 0xff byte is shown as U+FFFD, two bytes longer than in git's output.
+    let euro = text.find('€').unwrap();
+    let raw_euro = euro - 2;
+    // One and two bytes into the first "€" (3 bytes) the cut drops it whole.
+    for (max, want) in [(raw_euro + 1, euro), (raw_euro + 2, euro), (raw_euro + 3, euro + 3)] {
+        let r = call(&ctx, "herdr_git", json!({"root": repo.p(""), "action": "diff", "max_bytes": max}));
+        assert_eq!(r["output"].as_str(), Some(&text[..want]), "max_bytes {max}: {r}");
+        assert_eq!(r["truncated"], true);
+    }
+}

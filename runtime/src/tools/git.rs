@@ -89,7 +89,7 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
                 "action": action,
                 "exit_code": run.exit_code,
                 "truncated": run.stdout_truncated,
-                "output": String::from_utf8_lossy(&run.stdout),
+                "output": String::from_utf8_lossy(whole_chars(&run.stdout, run.stdout_truncated)),
             });
             let stderr = run.stderr_text();
             if !stderr.is_empty() {
@@ -101,6 +101,25 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
             ToolOutput::payload(payload)
         }
         Err(e) => ToolOutput::payload(json!({"ok": false, "root": root_s, "action": action, "message": e.to_string()})),
+    }
+}
+
+/// `bytes` without a character the cap cut in two: a cut output ends before
+/// it, rather than in a replacement mark that reads like broken text in the
+/// repository. Only the last character is looked at (invalid bytes earlier
+/// are git's output as it is); complete output is left alone.
+fn whole_chars(bytes: &[u8], truncated: bool) -> &[u8] {
+    if !truncated {
+        return bytes;
+    }
+    // Where the last character starts: the last byte that is not a UTF-8
+    // continuation byte, among the last three (a character has at most four).
+    let tail = bytes.len().saturating_sub(3);
+    let Some(start) = bytes[tail..].iter().rposition(|b| b & 0xC0 != 0x80).map(|i| tail + i) else { return bytes };
+    match std::str::from_utf8(&bytes[start..]) {
+        // No error length: the bytes end inside a character.
+        Err(e) if e.error_len().is_none() => &bytes[..start],
+        _ => bytes,
     }
 }
 
