@@ -290,6 +290,16 @@ fn path_length_limit_is_exact() {
         assert_eq!(kind(&r), NOT_FOUND, "{tool}: {r}");
         let r = call(&ctx, tool, json!({"path": over}));
         assert_eq!(kind(&r), INVALID, "{tool}: {r}");
+        assert_eq!(r["message"], "path must be at most 4096 characters long", "{tool}");
+        // Fewer characters than that but more bytes: the policy's byte limit,
+        // worded like the schema's, with the size that was sent.
+        let wide_at_limit = format!("{}x", "é/".repeat(1365));
+        let wide_over = format!("{wide_at_limit}x");
+        assert_eq!((wide_at_limit.len(), wide_over.chars().count()), (4096, 2732));
+        assert_eq!(kind(&call(&ctx, tool, json!({"path": wide_at_limit}))), NOT_FOUND, "{tool}");
+        let r = call(&ctx, tool, json!({"path": wide_over}));
+        assert_eq!(kind(&r), INVALID, "{tool}: {r}");
+        assert_eq!(r["message"], "path must be at most 4096 bytes long; it is 4097 bytes", "{tool}");
     }
     let r = call(&ctx, "herdr_fs_write", json!({"path": at_limit, "content": ""}));
     assert_eq!(kind(&r), PARENT, "{r}");

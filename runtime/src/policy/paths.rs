@@ -214,7 +214,7 @@ impl Policy {
         if raw.len() > MAX_PATH_BYTES {
             return Err(Refusal::code(
                 "invalid_params",
-                format!("path is {} bytes long; the limit is {MAX_PATH_BYTES}", raw.len()),
+                format!("path must be at most {MAX_PATH_BYTES} bytes long; it is {} bytes", raw.len()),
                 json!({}),
             ));
         }
