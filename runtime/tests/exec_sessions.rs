@@ -194,6 +194,8 @@ async fn start_refuses_non_roots_files_and_gated_roots() {
     let ro = Rig::with_policy(|p| p.with_readonly(true));
     let out = ro.call("herdr_exec_start", json!({"root": ro.root_str(), "command": "touch x"})).await;
     assert_eq!(out["reason"], "readonly_mode", "{out}");
+    // The gate is shared with the file tools; its words must fit a command too.
+    assert!(out["message"].as_str().unwrap().contains("no command is run"), "{out}");
     assert!(!ro.path("x").exists());
     let other = tempfile::tempdir().unwrap();
     let wr = Rig::with_policy(|p| p.with_write_roots(Some(vec![other.path().to_path_buf()])));

@@ -175,7 +175,7 @@ impl Policy {
         if self.readonly {
             return Err(Refusal::new(
                 "readonly_mode",
-                "this runtime runs in read-only mode (HERDR_MCP_READONLY=1); no file may be changed",
+                "this runtime runs in read-only mode (HERDR_MCP_READONLY=1): no file is changed and no command is run",
                 json!({
                     "root": root.display().to_string(),
                     "hint": "Nothing can be changed here; read and report instead, or ask the user to restart herdr-mcp without HERDR_MCP_READONLY.",
