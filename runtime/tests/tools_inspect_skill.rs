@@ -6,24 +6,24 @@ use herdr_mcp::tools::ToolRegistry;
 use serde_json::{Value, json};
 use tools_support::*;
 
+/// The catalog is exactly the 18 tools of spec §1, in its order; every entry
+/// forbids tasks, only herdr_skill carries annotations (readOnlyHint), and
+/// every schema but herdr_inspect's is a closed draft-07 object.
 #[test]
 fn catalog_order_schemas_and_annotations() {
     let reg = ToolRegistry::standard();
     let names: Vec<String> = reg.catalog().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect();
-    let mine = [
-        "herdr_inspect", "herdr_skill", "herdr_fs_read", "herdr_fs_list", "herdr_fs_grep", "herdr_fs_patch",
-        "herdr_fs_image", "herdr_git", "herdr_fs_edit", "herdr_fs_write",
+    let spec_order = [
+        "herdr_methods", "herdr_inspect", "herdr_skill", "herdr_call", "herdr_since", "herdr_fs_read", "herdr_fs_list",
+        "herdr_fs_grep", "herdr_fs_patch", "herdr_fs_image", "herdr_git", "herdr_exec_start", "herdr_exec_read",
+        "herdr_exec_kill", "herdr_exec", "herdr_fs_edit", "herdr_fs_write", "herdr_prompt",
     ];
-    // Other tools may be interleaved; ours keep the spec's relative order.
-    let positions: Vec<usize> = mine.iter().map(|m| names.iter().position(|n| n == m).unwrap_or_else(|| panic!("{m} missing"))).collect();
-    assert!(positions.windows(2).all(|w| w[0] < w[1]), "{names:?}");
+    assert_eq!(names, spec_order);
     for tool in reg.catalog() {
         let name = tool["name"].as_str().unwrap();
-        if !mine.contains(&name) {
-            continue;
-        }
-        assert_eq!(tool["execution"], json!({"taskSupport": "forbidden"}));
-        assert_eq!(tool.get("annotations").is_some(), name == "herdr_skill", "{name}");
+        assert_eq!(tool["execution"], json!({"taskSupport": "forbidden"}), "{name}");
+        let annotations = if name == "herdr_skill" { json!({"readOnlyHint": true}) } else { Value::Null };
+        assert_eq!(tool.get("annotations").cloned().unwrap_or(Value::Null), annotations, "{name}");
         let schema = &tool["inputSchema"];
         assert_eq!(schema["type"], "object");
         if name == "herdr_inspect" {
