@@ -123,8 +123,12 @@ async fn malformed_json_rpc_gets_spec_error_codes() {
         (r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#, 400, -32600),
         (r#"{"id":1,"method":"ping"}"#, 400, -32600),
         (r#"{"jsonrpc":"2.0","id":1,"method":42}"#, 400, -32600),
-        // Valid JSON-RPC with bad params: an ordinary JSON-RPC error.
-        (r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}"#, 200, -32602),
+        // Valid JSON-RPC with bad params: an ordinary JSON-RPC error; spec §3 gives a
+        // tools/call without params.name -32603.
+        (r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}"#, 200, -32603),
+        (r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#, 200, -32603),
+        (r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":null}}"#, 200, -32603),
+        (r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":3}}"#, 200, -32602),
         (r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":[1]}}"#, 200, -32602),
     ];
     for (body, status, code) in cases {

@@ -69,7 +69,23 @@ fn of_request(request: &JsonRpcRequest<ClientRequest>) -> Result<Envelope, Respo
     let id = || request.id.clone().into_json_value();
     // A method we serve whose params do not fit lands in rmcp's catch-all and
     // would come back as "method not found"; name the real problem.
-    if matches!(request.request, ClientRequest::CustomRequest(_)) && SERVED_METHODS.contains(&method) {
+    if let ClientRequest::CustomRequest(custom) = &request.request
+        && SERVED_METHODS.contains(&method)
+    {
+        // Spec §3 gives a tools/call without any `params.name` the internal-error
+        // code (the reference server fails inside its handler there); every other
+        // misfit is invalid params.
+        // `null` counts as absent, as everywhere in the contract (§0).
+        let nameless =
+            method == "tools/call" && custom.params.as_ref().and_then(|p| p.get("name")).is_none_or(Value::is_null);
+        if nameless {
+            return Err(jsonrpc::error_response(
+                StatusCode::OK,
+                jsonrpc::INTERNAL_ERROR,
+                "Internal error: tools/call needs params.name, the tool to call",
+                Some(id()),
+            ));
+        }
         return Err(invalid_params_for(method, Some(id())));
     }
     let local = if method == mcp_discover::METHOD {
