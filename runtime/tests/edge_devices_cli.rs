@@ -182,6 +182,12 @@ fn device_list_shows_which_devices_are_linked() {
     serve.arg("--root").arg(&root).arg("--state-dir").arg(home.join("state-desk"));
     let runtime = spawn_logged(&mut serve, &home.join("desk.log"));
     wait_until("the desk's link", || (connection(&desk) == "online").then_some(()));
+    // Its runtime answers, as the link reports when the edge asks.
+    wait_until("the desk's runtime reported healthy", || {
+        let out = run(&home, &["device", "list", "--json"], &laptop_file);
+        let v: Value = serde_json::from_slice(&out.stdout).ok()?;
+        v["devices"].as_array()?.iter().any(|d| d["device_id"] == desk.as_str() && d["health"] == "ok").then_some(())
+    });
 
     let table = run(&home, &["device", "list"], &laptop_file);
     let text = String::from_utf8_lossy(&table.stdout).to_string();

@@ -37,6 +37,11 @@ async fn until(what: &str, mut f: impl FnMut() -> bool) {
 
 /// A link for `ws` that said hello (runtime 9.9.9, generation `gen-b`) and was admitted.
 async fn link(e: &InProc, hub: &LinkHub, ws: &str, secret: &str) -> Ws {
+    link_with(e, hub, ws, secret, &[]).await
+}
+
+/// [`link`] offering `capabilities` in its hello.
+async fn link_with(e: &InProc, hub: &LinkHub, ws: &str, secret: &str, capabilities: &[&str]) -> Ws {
     let url = format!("{}/ws/{ws}", e.issuer.replace("http://", "ws://"));
     let mut req = url.into_client_request().unwrap();
     let offer = format!("{}, {}", relay::SUBPROTOCOL, auth_subprotocol(secret));
@@ -45,7 +50,7 @@ async fn link(e: &InProc, hub: &LinkHub, ws: &str, secret: &str) -> Ws {
     let (_, (epoch, hash)) = local_runtime_contract();
     let hello = json!({
         "protocol_version": 1, "kind": "hello", "workstation_id": ws, "boot_id": "boot-1", "link_version": "test",
-        "capabilities": [],
+        "capabilities": capabilities,
         "runtime": {"runtime_version": "9.9.9", "runtime_generation": "gen-b", "contract_epoch": epoch, "contract_hash": hash},
     });
     sock.send(Message::Text(hello.to_string().into())).await.unwrap();
@@ -99,7 +104,8 @@ async fn the_devices_route_shows_each_links_live_state() {
     let d = row(&v, &ws1);
     assert_eq!((d["connection"].as_str(), d["last_seen_ago_ms"].as_u64()), (Some("online"), Some(0)), "{d}");
     assert_eq!((d["runtime_version"].as_str(), d["runtime_generation"].as_str()), (Some("9.9.9"), Some("gen-b")), "{d}");
-    assert_eq!((d["health"].as_str(), d["active_requests"].as_u64()), (Some("ok"), Some(0)), "{d}");
+    // It does not answer status queries, so whether its runtime works is not known.
+    assert_eq!((d["health"].as_str(), d["active_requests"].as_u64()), (Some("unknown"), Some(0)), "{d}");
     // The registry record is still all there, and no secret.
     assert_eq!((d["name"].as_str(), d["authorization"].as_str(), d["workstation_id"].as_str()), (Some("first"), Some("active"), Some(ws1.as_str())));
     assert!(!v.to_string().contains("devsec_"), "{v}");
@@ -201,4 +207,42 @@ async fn an_offline_device_says_when_its_link_was_last_heard() {
     let (_, tokens, _) = e.tokens().await;
     let tool = e.http.mcp(&tokens.access, "tools/call", json!({"name": "herdr_devices", "arguments": {}})).await.json();
     assert_eq!(row(&tool["result"]["structuredContent"], &id)["last_seen_ago_ms"], 60_000);
+}
+
+async fn next_text(sock: &mut Ws) -> Value {
+    loop {
+        match tokio::time::timeout(WAIT, sock.next()).await.expect("a frame in time") {
+            Some(Ok(Message::Text(t))) => return serde_json::from_str(t.as_str()).unwrap(),
+            Some(Ok(_)) => continue,
+            other => panic!("expected a text frame, got {other:?}"),
+        }
+    }
+}
+
+/// `health` is what the link last reported about its runtime, not a constant:
+/// a link that answers status queries is asked as soon as it is admitted, and
+/// its `healthy` answer shows as `ok` or `runtime_unavailable`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_is_the_runtime_state_the_link_reports() {
+    let (e, hub) = InProc::start_registry_linked().await;
+    let d = e.enroll("laptop");
+    let (ws, id) = (d.device.workstation_id.clone(), d.device.device_id.clone());
+    let me = Some((ws.as_str(), d.device_secret.as_str()));
+    let health = || async { row(&e.device_call(Method::GET, "/devices", me, None).await.json(), &id)["health"].as_str().unwrap_or("").to_string() };
+    let mut sock = link_with(&e, &hub, &ws, &d.device_secret, &["cancel", "status"]).await;
+    let query = next_text(&mut sock).await;
+    assert_eq!((query["kind"].as_str(), query["query"].as_bool(), query["workstation_id"].as_str()), (Some("status"), Some(true), Some(ws.as_str())), "{query}");
+    assert_eq!(health().await, "unknown", "nothing reported yet");
+    for (healthy, shown) in [(false, "runtime_unavailable"), (true, "ok")] {
+        let report = json!({"protocol_version": 1, "kind": "status", "workstation_id": ws, "healthy": healthy, "active_requests": 0});
+        sock.send(Message::Text(report.to_string().into())).await.unwrap();
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while health().await != shown {
+            assert!(tokio::time::Instant::now() < deadline, "health never became {shown}");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+    drop(sock);
+    until("the link to end", || hub.link(&ws).is_none()).await;
+    assert_eq!(health().await, "unknown");
 }

@@ -8,7 +8,7 @@
 //! timeout.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -55,6 +55,9 @@ pub struct LinkConn {
     persisted_seen_ms: AtomicI64,
     runtime: Mutex<Option<RuntimeIdentity>>,
     active_requests: AtomicU32,
+    /// Whether the link's local runtime answered, from its last `status` report:
+    /// 0 not reported yet, 1 healthy, 2 not.
+    healthy: AtomicU8,
 }
 
 impl LinkConn {
@@ -70,6 +73,7 @@ impl LinkConn {
             persisted_seen_ms: AtomicI64::new(i64::MIN),
             runtime: Mutex::new(runtime),
             active_requests: AtomicU32::new(0),
+            healthy: AtomicU8::new(0),
         }
     }
 
@@ -115,6 +119,15 @@ impl LinkConn {
 
     pub(crate) fn touch(&self, now_ms: i64) {
         self.last_seen_ms.fetch_max(now_ms, Ordering::Relaxed);
+    }
+
+    /// True when the link answers `status` queries (its hello lists `status`).
+    pub(crate) fn answers_status(&self) -> bool {
+        self.hello.capabilities.iter().any(|c| c == "status")
+    }
+
+    pub(crate) fn observe_health(&self, healthy: bool) {
+        self.healthy.store(if healthy { 1 } else { 2 }, Ordering::Relaxed);
     }
 
     pub(crate) fn observe(&self, runtime: Option<RuntimeIdentity>, active_requests: Option<u32>) {
@@ -361,7 +374,8 @@ impl LinkHub {
 
 /// What the live link says about a device (spec §9), as `herdr_devices` and
 /// `GET /devices` show it: `connection` (`online`, `stale` past [`STALE_AFTER`]
-/// of silence, `offline` without a link), `health`, the runtime the link last
+/// of silence, `offline` without a link), `health` (`ok` or `runtime_unavailable`
+/// as the link's last `status` report said, else `unknown`), the runtime the link last
 /// reported, `last_seen_ago_ms` and the requests the edge awaits from it.
 /// Without a link, `last_seen_ago_ms` comes from `recorded_seen_ms`, the time the
 /// registry holds (null if the device never linked); `(None, None, _)` gives
@@ -375,7 +389,11 @@ pub fn live_fields(link: Option<&LinkConn>, recorded_seen_ms: Option<i64>, now_m
     let runtime = link.and_then(|c| lock(&c.runtime).clone());
     let fields = json!({
         "connection": connection,
-        "health": if link.is_some() { "ok" } else { "unknown" },
+        "health": match link.map(|c| c.healthy.load(Ordering::Relaxed)) {
+            Some(1) => "ok",
+            Some(2) => "runtime_unavailable",
+            _ => "unknown",
+        },
         "runtime_version": runtime.as_ref().map(|r| r.runtime_version.clone()),
         "runtime_generation": runtime.as_ref().and_then(|r| r.runtime_generation.clone()),
         "last_seen_ago_ms": match link {

@@ -201,6 +201,12 @@ async fn run(hub: Arc<LinkHub>, device: DeviceInfo, mut socket: WebSocket) {
     let (mut sink, mut stream) = socket.split();
     let mut ping = tokio::time::interval(PING_EVERY);
     ping.tick().await;
+    // Whether the workstation's runtime answers is the link's to say: asked now,
+    // then with every ping, so `health` is never older than PING_EVERY.
+    let status_query = Frame::Status(relay::Status { workstation_id: conn.device.workstation_id.clone(), query: Some(true), ..Default::default() });
+    if conn.answers_status() {
+        conn.send(&status_query);
+    }
     let end = loop {
         tokio::select! {
             msg = stream.next() => {
@@ -229,6 +235,9 @@ async fn run(hub: Arc<LinkHub>, device: DeviceInfo, mut socket: WebSocket) {
             },
             _ = ping.tick() => {
                 if sink.send(Message::Ping(Default::default())).await.is_err() {
+                    break None;
+                }
+                if conn.answers_status() && sink.send(Message::Text(status_query.encode().into())).await.is_err() {
                     break None;
                 }
             }
@@ -262,7 +271,12 @@ fn on_frame(hub: &LinkHub, conn: &LinkConn, text: &str) -> Option<(u16, String)>
                 tracing::warn!("device registry unreadable during heartbeat: {e}");
             }
         }
-        Frame::Status(s) => conn.observe(s.runtime, s.active_requests),
+        Frame::Status(s) => {
+            if let Some(healthy) = s.healthy {
+                conn.observe_health(healthy);
+            }
+            conn.observe(s.runtime, s.active_requests);
+        }
         Frame::ToolResult(r) => {
             let id = r.request_id.clone();
             if let Some(late) = conn.settle(&id, Outcome::Result(r)) {
