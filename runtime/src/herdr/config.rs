@@ -86,7 +86,11 @@ impl HerdrConfig {
     /// From the process environment: socket per Herdr's own rules, the CLI from
     /// `HERDR_BIN_PATH` or `PATH`, visibility from `HERDR_MCP_AGENT_ALLOW`.
     pub fn from_env() -> Result<Self, SocketPathError> {
-        let socket_path = socket_path::resolve(&SocketEnv::from_process())?;
+        let env = SocketEnv::from_process();
+        if let Some(name) = socket_path::ignored_session(&env) {
+            tracing::warn!("HERDR_SESSION {name:?} is not a valid Herdr session name; using the default session, as Herdr does");
+        }
+        let socket_path = socket_path::resolve(&env)?;
         let herdr_bin =
             std::env::var_os("HERDR_BIN_PATH").map(PathBuf::from).filter(|p| p.is_file()).or_else(|| find_on_path("herdr"));
         let visibility = AgentVisibility::from_setting(std::env::var("HERDR_MCP_AGENT_ALLOW").ok().as_deref());

@@ -149,8 +149,8 @@ const _: fn() = || {
 /// Startup wiring: builds the push bus and the Herdr service from the environment
 /// and attaches them (and Herdr as `herdr_exec`'s workspace source) to `services`.
 /// The caller starts the event cache with [`HerdrService::start`] once a tokio
-/// runtime runs. A bad `HERDR_SESSION` leaves Herdr out, with a warning, rather
-/// than stopping the runtime.
+/// runtime runs. When Herdr's config directory cannot be found (no `HOME`, no
+/// `XDG_CONFIG_HOME`), Herdr is left out, with a warning, rather than stopping the runtime.
 pub fn attach(services: &mut crate::tools::Services, policy: &crate::policy::Policy) -> Option<Arc<HerdrService>> {
     let bus = Arc::new(PushBus::new(crate::push::PushConfig::default()));
     services.push = Some(Arc::clone(&bus));

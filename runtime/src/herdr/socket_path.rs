@@ -28,8 +28,6 @@ impl SocketEnv {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SocketPathError {
-    #[error("HERDR_SESSION {0:?} is not a valid session name (1-64 bytes of A-Z a-z 0-9 . _ -, not . or ..)")]
-    BadSessionName(String),
     #[error("cannot locate Herdr's config directory: neither XDG_CONFIG_HOME nor HOME is set")]
     NoConfigDir,
 }
@@ -55,16 +53,22 @@ pub fn valid_session_name(name: &str) -> bool {
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
+/// A `HERDR_SESSION` that Herdr itself ignores (it is not a valid session name), so
+/// the default session's socket is used, as Herdr's own CLI would.
+pub fn ignored_session(env: &SocketEnv) -> Option<&str> {
+    env.herdr_session.as_deref().filter(|name| !valid_session_name(name))
+}
+
 pub fn resolve(env: &SocketEnv) -> Result<PathBuf, SocketPathError> {
     if let Some(path) = &env.herdr_socket_path {
         return Ok(PathBuf::from(path));
     }
     let dir = config_dir(env)?;
+    // Herdr's `session::active_name` drops `default` and any name it would refuse,
+    // and then uses the default session (whose socket sits in the config dir).
     match env.herdr_session.as_deref() {
-        // `default` names the default session, whose socket sits in the config dir.
-        Some("default") | None => Ok(dir.join("herdr.sock")),
-        Some(name) if valid_session_name(name) => Ok(dir.join("sessions").join(name).join("herdr.sock")),
-        Some(name) => Err(SocketPathError::BadSessionName(name.to_string())),
+        Some(name) if name != "default" && valid_session_name(name) => Ok(dir.join("sessions").join(name).join("herdr.sock")),
+        _ => Ok(dir.join("herdr.sock")),
     }
 }
 
@@ -112,7 +116,17 @@ mod tests {
         assert!(valid_session_name("..."));
         assert!(!valid_session_name("a/b"));
         assert!(!valid_session_name("a b"));
-        let err = resolve(&env(None, Some("../etc"), Some("/xdg"), None)).unwrap_err();
-        assert!(matches!(err, SocketPathError::BadSessionName(_)));
+    }
+
+    #[test]
+    fn a_session_name_herdr_refuses_means_the_default_session_as_in_herdr() {
+        for bad in ["../etc", "a/b", "", ".", "..", &"a".repeat(65)] {
+            let e = env(None, Some(bad), Some("/xdg"), Some("/h"));
+            assert_eq!(resolve(&e).unwrap(), PathBuf::from("/xdg/herdr/herdr.sock"), "{bad:?}");
+            assert_eq!(ignored_session(&e), Some(bad));
+        }
+        let e = env(None, Some(&"a".repeat(64)), None, Some("/h"));
+        assert_eq!(resolve(&e).unwrap(), PathBuf::from(format!("/h/.config/herdr/sessions/{}/herdr.sock", "a".repeat(64))));
+        assert_eq!(ignored_session(&e), None);
     }
 }
