@@ -6,8 +6,8 @@
 //! - at once, from the answer of a call made through this runtime that carries
 //!   agent records (`agent_info`, e.g. `agent.rename` or `agent.get`, `agent_prompted`,
 //!   and `agent_list`);
-//! - otherwise by the event cache's next re-snapshot, at most
-//!   [`super::Timeouts::resnapshot`] later (30 s by default).
+//! - otherwise by the event cache's next fresh picture, taken after every new
+//!   event stream: at most [`super::Timeouts::resubscribe`] later (25 s by default).
 //!
 //! A re-snapshot already in flight when an answer is adopted may carry the name from
 //! before it; [`AdoptedNames`] keeps such a snapshot from bringing the old name back.

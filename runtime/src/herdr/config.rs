@@ -20,11 +20,12 @@ pub struct Timeouts {
     pub pane_split: Duration,
     /// `herdr api schema --json`.
     pub schema_cli: Duration,
-    /// The event cache renews its subscription this often (new panes get status subscriptions).
-    pub resubscribe: Duration,
-    /// ... and takes a fresh snapshot this often, in case an event was missed. It also
+    /// The event cache renews its subscription this often (new panes get status
+    /// subscriptions); every new stream is followed by a fresh picture, so this also
     /// bounds how long an agent renamed outside this runtime shows its old name (Herdr
     /// emits no event for a rename; see [`super::agent_names`]).
+    pub resubscribe: Duration,
+    /// ... and starts over (a new stream, then a fresh picture) at least this often.
     pub resnapshot: Duration,
     /// First and largest delay between reconnect attempts.
     pub backoff_initial: Duration,
