@@ -263,9 +263,7 @@ async fn wait_for_output_matches_line_by_line_and_times_out() {
     sim.add_pane("w1", "w1:p1", "/tmp");
     sim.set_pane_text("w1:p1", "$ echo hi-from-herdr\nhi-from-herdr\n");
     let c = client(&sim);
-    let wait = |kind: &str, value: &str, timeout_ms: u64| {
-        json!({"pane_id": "w1:p1", "source": "recent", "match": {"type": kind, "value": value}, "timeout_ms": timeout_ms})
-    };
+    let wait = |kind: &str, value: &str, timeout_ms: u64| json!({"pane_id": "w1:p1", "source": "recent", "match": {"type": kind, "value": value}, "timeout_ms": timeout_ms});
     let hit = c.call("pane.wait_for_output", wait("substring", "hi-from-herdr", 1000)).await.unwrap();
     assert_eq!((hit["type"].as_str(), hit["matched_line"].as_str()), (Some("output_matched"), Some("$ echo hi-from-herdr")));
     let hit = c.call("pane.wait_for_output", wait("regex", "^hi-from-herdr$", 1000)).await.unwrap();
@@ -295,4 +293,52 @@ async fn wait_for_output_matches_line_by_line_and_times_out() {
     let prompt = herdr_mcp::herdr::utility_pane::PROMPT_REGEX;
     let params = json!({"pane_id": "w1:p2", "source": "recent_unwrapped", "match": {"type": "regex", "value": prompt}, "timeout_ms": 1000});
     assert_eq!(c.call("pane.wait_for_output", params).await.unwrap()["matched_line"], "$ ");
+}
+
+#[tokio::test]
+async fn agent_read_and_the_waits_behave_like_herdr() {
+    let sim = HerdrSim::start().await;
+    sim.add_workspace("w1", "repo");
+    sim.add_pane("w1", "w1:p1", "/tmp");
+    sim.add_named_agent("w1:p1", "claude", "idle", Some("fakey"));
+    sim.set_pane_text("w1:p1", "fake claude ready\n");
+    let c = client(&sim);
+    // agent.read answers pane_read, by name or pane (§B).
+    let read = c.call("agent.read", json!({"target": "fakey", "source": "recent"})).await.unwrap();
+    assert_eq!((read["type"].as_str(), read["read"]["text"].as_str()), (Some("pane_read"), Some("fake claude ready\n")));
+    assert_eq!(c.call("agent.read", json!({"target": "nobody", "source": "recent"})).await.unwrap_err().code, "agent_not_found");
+
+    // agent.wait returns at once when the status already matches (default until: idle|done|blocked).
+    let now = c.call("agent.wait", json!({"target": "w1:p1", "timeout_ms": 1000})).await.unwrap();
+    assert_eq!((now["type"].as_str(), now["agent"]["agent_status"].as_str()), (Some("agent_info"), Some("idle")));
+    let e = c.call("agent.wait", json!({"target": "fakey", "until": ["blocked"], "timeout_ms": 200})).await.unwrap_err();
+    assert_eq!(e.code, "timeout");
+    let blocked = tokio::spawn({
+        let c = client(&sim);
+        async move { c.call("agent.wait", json!({"target": "fakey", "until": ["blocked"], "timeout_ms": 2000})).await }
+    });
+    assert!(sim.wait_until(Duration::from_secs(2), |s| s.count("agent.wait") == 3).await);
+    sim.set_agent_status("w1:p1", "blocked");
+    assert_eq!(blocked.await.unwrap().unwrap()["agent"]["agent_status"], "blocked");
+
+    // events.wait: only agent status matches work in 0.8.2 (D.1), and only a change counts.
+    let e = c.call("events.wait", json!({"match_event": {"event": "pane_exited", "pane_id": "w1:p1"}, "timeout_ms": 200})).await;
+    assert_eq!(e.unwrap_err().code, "unsupported_event_wait_match");
+    let e = c.call("events.wait", json!({"match_event": {"event": "pane_agent_status_changed", "pane_id": "w1:p1"}})).await;
+    assert_eq!(e.unwrap_err().code, "invalid_request", "agent_status is required");
+    let status = json!({"match_event": {"event": "pane_agent_status_changed", "pane_id": "w1:p1", "agent_status": "blocked"}, "timeout_ms": 200});
+    assert_eq!(c.call("events.wait", status).await.unwrap_err().code, "timeout", "already blocked is no event");
+    let working = tokio::spawn({
+        let c = client(&sim);
+        let wait = json!({"match_event": {"event": "pane_agent_status_changed", "pane_id": "w1:p1", "agent_status": "working"}, "timeout_ms": 2000});
+        async move { c.call("events.wait", wait).await }
+    });
+    assert!(sim.wait_until(Duration::from_secs(2), |s| s.count("events.wait") == 4).await);
+    sim.set_agent_status("w1:p1", "working");
+    let matched = working.await.unwrap().unwrap();
+    assert_eq!(
+        matched,
+        json!({"type": "wait_matched", "event": {"event": "pane_agent_status_changed", "data": {"type": "pane_agent_status_changed",
+            "pane_id": "w1:p1", "workspace_id": "w1", "agent_status": "working", "agent": "claude"}}})
+    );
 }

@@ -16,6 +16,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, watch};
 
+mod agent_waits;
 pub mod harness;
 mod output_wait;
 pub mod params;
@@ -307,21 +308,10 @@ impl Shared {
                 self.bump();
                 ok(json!({"type": "ok"}))
             }
-            "pane.read" => {
-                let pane = str_of(params, "pane_id").unwrap_or_default();
-                let st = self.state.lock().unwrap();
-                let Some(p) = st.panes.iter().find(|p| str_of(p, "pane_id") == Some(pane)) else {
-                    return err("pane_not_found", format!("pane {pane} not found"));
-                };
-                let held = st.pane_text.get(pane).map(String::as_str).unwrap_or_default();
-                let (text, truncated) =
-                    screen::read(held, str_of(params, "source").unwrap_or_default(), params["lines"].as_u64());
-                ok(json!({"type": "pane_read", "read": {
-                    "pane_id": pane, "workspace_id": p["workspace_id"], "tab_id": p["tab_id"],
-                    "source": params["source"], "format": params.get("format").filter(|f| f.is_string()).unwrap_or(&json!("text")),
-                    "text": text, "revision": 0, "truncated": truncated,
-                }}))
-            }
+            "pane.read" => self.read_pane(str_of(params, "pane_id").unwrap_or_default(), params),
+            "agent.read" => self.read_agent(params),
+            "agent.wait" => self.wait_agent(params).await,
+            "events.wait" => self.wait_event(params).await,
             _ => err("sim_unimplemented", format!("the Herdr simulator does not model {method}")),
         }
     }

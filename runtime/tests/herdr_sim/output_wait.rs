@@ -80,9 +80,9 @@ impl Shared {
             }
         };
         match timeout {
-            Some(t) => tokio::time::timeout(t, matched)
-                .await
-                .unwrap_or_else(|_| err("timeout", "timed out waiting for output match")),
+            Some(t) => {
+                tokio::time::timeout(t, matched).await.unwrap_or_else(|_| err("timeout", "timed out waiting for output match"))
+            }
             None => matched.await,
         }
     }

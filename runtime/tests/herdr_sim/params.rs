@@ -151,7 +151,32 @@ enum Kind {
     /// `agent.prompt`'s `wait`: `{until?, timeout_ms?}`.
     PromptWait,
     Subscriptions,
+    /// `events.wait`'s `match_event`: `{event, ...filters}`.
+    EventMatch,
 }
+
+/// `events.wait` match kinds and their required filters (spec/herdr.md §5).
+const EVENT_MATCHES: &[(&str, &[&str])] = &[
+    ("workspace_created", &[]),
+    ("workspace_updated", &["workspace_id"]),
+    ("workspace_closed", &["workspace_id"]),
+    ("workspace_moved", &["workspace_id"]),
+    ("workspace_focused", &["workspace_id"]),
+    ("workspace_renamed", &["workspace_id"]),
+    ("tab_created", &[]),
+    ("tab_closed", &["tab_id"]),
+    ("tab_moved", &["tab_id"]),
+    ("tab_focused", &["tab_id"]),
+    ("tab_renamed", &["tab_id"]),
+    ("pane_created", &[]),
+    ("pane_closed", &["pane_id"]),
+    ("pane_focused", &["pane_id"]),
+    ("pane_moved", &["pane_id"]),
+    ("pane_exited", &["pane_id"]),
+    ("pane_output_changed", &["pane_id"]),
+    ("pane_agent_detected", &["pane_id"]),
+    ("pane_agent_status_changed", &["pane_id", "agent_status"]),
+];
 
 use Kind::*;
 
@@ -192,6 +217,15 @@ fn fields(method: &str) -> Option<&'static [(&'static str, Kind, bool)]> {
             ("strip_ansi", Bool, false),
         ],
         "events.subscribe" => &[("subscriptions", Subscriptions, true)],
+        "events.wait" => &[("match_event", EventMatch, true), ("timeout_ms", U64, false)],
+        "agent.read" => &[
+            ("target", Str, true),
+            ("source", OneOf(READ_SOURCES), true),
+            ("lines", U64, false),
+            ("format", OneOf(&["text", "ansi"]), false),
+            ("strip_ansi", Bool, false),
+        ],
+        "agent.wait" => &[("target", Str, true), ("until", Statuses, false), ("timeout_ms", U64, false)],
         _ => return None,
     })
 }
@@ -299,6 +333,20 @@ fn check(kind: Kind, v: &Value) -> Result<(), String> {
         Subscriptions => {
             let Some(items) = v.as_array() else { return Err(invalid(v, "a sequence")) };
             items.iter().try_for_each(subscription)
+        }
+        EventMatch => {
+            let obj = object(v, "internally tagged enum EventMatch")?;
+            let kinds: Vec<&str> = EVENT_MATCHES.iter().map(|(k, _)| *k).collect();
+            let kind = required(obj, "event")?;
+            variant(kind, &kinds)?;
+            let (_, needed) = EVENT_MATCHES.iter().find(|(k, _)| Some(*k) == kind.as_str()).expect("checked above");
+            for key in *needed {
+                check(Str, required(obj, key)?)?;
+            }
+            match obj.get("agent_status") {
+                Some(s) if !s.is_null() => variant(s, STATUSES),
+                _ => Ok(()),
+            }
         }
     }
 }
