@@ -342,3 +342,64 @@ async fn agent_read_and_the_waits_behave_like_herdr() {
             "pane_id": "w1:p1", "workspace_id": "w1", "agent_status": "working", "agent": "claude"}}})
     );
 }
+
+async fn next(sub: &mut herdr_mcp::herdr::client::Subscription) -> serde_json::Value {
+    tokio::time::timeout(Duration::from_secs(2), sub.next_event())
+        .await
+        .expect("an event in time")
+        .unwrap()
+        .expect("the stream is open")
+}
+
+#[tokio::test]
+async fn event_frames_follow_the_recorded_quirks() {
+    let sim = HerdrSim::start().await;
+    sim.add_workspace("w1", "repo");
+    sim.add_pane("w1", "w1:p1", "/tmp");
+    sim.add_pane("w1", "w1:p2", "/tmp");
+    sim.add_agent("w1:p1", "pi", "idle");
+    let c = client(&sim);
+    // A status subscription with agent_status hears only that status (§5).
+    let mut blocked = c
+        .subscribe(vec![json!({"type": "pane.agent_status_changed", "pane_id": "w1:p1", "agent_status": "blocked"})])
+        .await
+        .unwrap();
+    sim.set_agent_status("w1:p1", "working");
+    sim.set_agent_status("w1:p1", "blocked");
+    let ev = next(&mut blocked).await;
+    assert_eq!(
+        ev,
+        json!({"data": {"agent": "pi", "agent_status": "blocked", "pane_id": "w1:p1", "workspace_id": "w1"}, "event": "pane.agent_status_changed"})
+    );
+
+    // Lifecycle events arrive underscored, with `type` in their data (§C); an explicit
+    // close is followed by the survivor's focus (D.3); an agent leaving releases its detection.
+    let subs = ["pane.closed", "pane.focused", "pane.exited", "pane.agent_detected"].map(|t| json!({"type": t}));
+    let mut life = c.subscribe(subs.to_vec()).await.unwrap();
+    sim.remove_agent("w1:p1");
+    let released = next(&mut life).await;
+    assert_eq!(released["event"], "pane_agent_detected");
+    assert_eq!(
+        released["data"],
+        json!({"type": "pane_agent_detected", "agent": "pi", "final_status": "blocked", "pane_id": "w1:p1", "released": true, "workspace_id": "w1"})
+    );
+    sim.close_pane("w1:p1");
+    let closed = next(&mut life).await;
+    assert_eq!(
+        closed,
+        json!({"data": {"type": "pane_closed", "pane_id": "w1:p1", "workspace_id": "w1"}, "event": "pane_closed"})
+    );
+    let focused = next(&mut life).await;
+    assert_eq!(
+        focused,
+        json!({"data": {"type": "pane_focused", "pane_id": "w1:p2", "workspace_id": "w1"}, "event": "pane_focused"})
+    );
+    sim.exit_pane("w1:p2");
+    let exited = next(&mut life).await;
+    assert_eq!(
+        exited,
+        json!({"data": {"type": "pane_exited", "pane_id": "w1:p2", "workspace_id": "w1"}, "event": "pane_exited"})
+    );
+    let listed = c.call("pane.list", json!({})).await.unwrap();
+    assert_eq!(listed["panes"], json!([]), "an exited pane leaves the lists without a close event");
+}
