@@ -482,3 +482,29 @@ async fn call_gives_a_prompt_wait_the_time_it_asks_for() {
     assert!(started.elapsed() >= Duration::from_secs(2), "{:?}", started.elapsed());
     assert_eq!(r.sim.prompts().len(), 1);
 }
+
+#[tokio::test]
+async fn prompt_wait_longer_than_the_call_cap_is_a_wait_timeout_not_a_lost_answer() {
+    // The prompt call is capped (60 s; 3 s in these tests), so a wait near the top of its
+    // range outlasts it: our own timeout then ends the wait. The prompt was sent on a
+    // connection Herdr accepted, so this is the wait running out, with delivery unknown.
+    let r = rig().await;
+    r.sim.set_on_prompt(&["working"]);
+    let args = json!({"target": "w1:p1", "text": "take your time", "idempotency_key": "long",
+        "wait": {"until": ["done"], "timeout_ms": 5000}});
+    let started = Instant::now();
+    let out = call(&r.ctx, "herdr_prompt", args.clone()).await.payload;
+    assert!(started.elapsed() < Duration::from_secs(5), "the cap ended it: {:?}", started.elapsed());
+    assert_eq!((out["ok"].clone(), out["failure"].clone()), (json!(false), json!("agent_status_wait_timeout")), "{out}");
+    assert_eq!(out["failure_phase"], "post_submission_status_wait");
+    assert_eq!((out["submitted"].clone(), out["delivery_uncertain"].clone()), (json!("unknown"), json!(true)));
+    assert_eq!(out["wait"], json!({"completed": false, "reason": "agent_status_timeout"}));
+    assert_eq!(
+        (out["before"]["agent_status"].clone(), out["after"]["agent_status"].clone()),
+        (json!("idle"), json!("working")),
+        "{out}"
+    );
+    let replay = call(&r.ctx, "herdr_prompt", args).await.payload;
+    assert_eq!(replay["idempotent_replay"], true, "the key is kept: never typed twice");
+    assert_eq!(r.sim.prompts().len(), 1);
+}

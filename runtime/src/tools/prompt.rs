@@ -202,12 +202,11 @@ async fn deliver(herdr: &HerdrService, target: &str, text: &str, wait: Option<&V
             return (failure(&e, phase, json!(false), target), false);
         }
     };
-    let budget = match wait {
-        Some(w) => {
-            client.timeouts().clamp(Duration::from_millis(w["timeout_ms"].as_u64().unwrap_or(DEFAULT_WAIT_MS)) + WAIT_SLACK)
-        }
-        None => PROMPT_BUDGET,
-    };
+    let wanted = wait.map(|w| Duration::from_millis(w["timeout_ms"].as_u64().unwrap_or(DEFAULT_WAIT_MS)) + WAIT_SLACK);
+    let budget = wanted.map_or(PROMPT_BUDGET, |t| client.timeouts().clamp(t));
+    // The cap (60 s) leaves a long wait less than its slack, or none: our own timeout
+    // then ends Herdr's wait, not a stuck Herdr.
+    let wait_outlasts_budget = wanted.is_some_and(|t| t > budget);
     let params = json!({"target": target, "text": text, "wait": wait});
     let prompted = match client.call_with_timeout("agent.prompt", params, budget).await {
         Ok(r) => {
@@ -233,6 +232,15 @@ async fn deliver(herdr: &HerdrService, target: &str, text: &str, wait: Option<&V
             out["after"] = json!(after);
             out["wait"] =
                 json!({"completed": false, "reason": if stalled { "agent_did_not_react" } else { "agent_status_timeout" }});
+            return (out, true);
+        }
+        Err(e) if !e.from_daemon && e.code == codes::TIMEOUT && wait_outlasts_budget => {
+            let after = agent_get(herdr, target).await.ok();
+            let mut out = failure(&e, "post_submission_status_wait", json!("unknown"), target);
+            out["failure"] = json!("agent_status_wait_timeout");
+            out["before"] = before;
+            out["after"] = json!(after);
+            out["wait"] = json!({"completed": false, "reason": "agent_status_timeout"});
             return (out, true);
         }
         Err(e) if e.from_daemon && RESOLVE_CODES.contains(&e.code.as_str()) => {
