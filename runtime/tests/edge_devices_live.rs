@@ -246,3 +246,30 @@ async fn health_is_the_runtime_state_the_link_reports() {
     until("the link to end", || hub.link(&ws).is_none()).await;
     assert_eq!(health().await, "unknown");
 }
+
+/// A renamed device keeps its earlier names (spec §7 aliases), and a call that
+/// selects it by one still reaches its link: a model may go on using the name
+/// it saw before the rename.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_by_a_devices_earlier_name_reaches_it() {
+    let (e, hub) = InProc::start_registry_linked().await;
+    let d = e.enroll("laptop");
+    let _other = e.enroll("tower");
+    let ws = d.device.workstation_id.clone();
+    e.devices.rename(&d.device.device_id, "desk").unwrap();
+    let mut sock = link(&e, &hub, &ws, &d.device_secret).await;
+    let (_, tokens, _) = e.tokens().await;
+    let args = json!({"name": "herdr_inspect", "arguments": {"device": "laptop"}});
+    let call = tokio::spawn({
+        let http = e.http.clone();
+        let access = tokens.access.clone();
+        async move { http.mcp(&access, "tools/call", args).await.json() }
+    });
+    let req = next_text(&mut sock).await;
+    assert_eq!((req["kind"].as_str(), req["operation"].as_str()), (Some("tool_request"), Some("herdr_inspect")), "{req}");
+    let text = json!({"ok": true, "seen": "by its old name"}).to_string();
+    let answer = json!({"protocol_version": 1, "kind": "tool_result", "workstation_id": ws, "request_id": req["request_id"], "served_at_ms": 1, "result": {"content": [{"type": "text", "text": text}]}});
+    sock.send(Message::Text(answer.to_string().into())).await.unwrap();
+    let r = tokio::time::timeout(WAIT, call).await.expect("answered").unwrap();
+    assert_eq!(r["result"]["structuredContent"]["seen"], "by its old name", "{r}");
+}

@@ -12,6 +12,7 @@ fn info(d: Device) -> DeviceInfo {
         device_id: d.device_id,
         workstation_id: d.workstation_id,
         name: d.name,
+        aliases: d.aliases,
         authorization: d.authorization,
         scheduling: d.scheduling,
         credential_id: d.credential_id,

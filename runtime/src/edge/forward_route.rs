@@ -143,9 +143,18 @@ pub fn resolve(
     online: impl Fn(&str) -> bool,
 ) -> Result<Route, Failure> {
     if let Some(sel) = selector {
-        let by_id: Vec<&DeviceInfo> = devices.iter().filter(|d| d.device_id == sel).collect();
-        let matches: Vec<&DeviceInfo> =
-            if by_id.is_empty() { devices.iter().filter(|d| d.name == sel && d.authorization != "revoked").collect() } else { by_id };
+        // An id, else a current name, else an earlier name (the model may still
+        // use the one it saw before a rename); a current name always wins over
+        // another device's old one.
+        let named = |d: &&DeviceInfo| d.authorization != "revoked" && d.name == sel;
+        let was_named = |d: &&DeviceInfo| d.authorization != "revoked" && d.aliases.iter().any(|a| a == sel);
+        let mut matches: Vec<&DeviceInfo> = devices.iter().filter(|d| d.device_id == sel).collect();
+        if matches.is_empty() {
+            matches = devices.iter().filter(named).collect();
+        }
+        if matches.is_empty() {
+            matches = devices.iter().filter(was_named).collect();
+        }
         let device = match matches.as_slice() {
             [] => return Err(Failure::refused("device_not_found", format!("no device is called {sel:?}; see herdr_devices"))),
             [one] => *one,
@@ -190,7 +199,7 @@ mod tests {
     use super::*;
 
     fn dev(id: &str, name: &str, auth: &str) -> DeviceInfo {
-        DeviceInfo { device_id: id.into(), workstation_id: id.into(), name: name.into(), authorization: auth.into(), scheduling: "enabled".into(), credential_id: None, last_seen_ms: None }
+        DeviceInfo { device_id: id.into(), workstation_id: id.into(), name: name.into(), aliases: Vec::new(), authorization: auth.into(), scheduling: "enabled".into(), credential_id: None, last_seen_ms: None }
     }
 
     #[test]
@@ -214,6 +223,29 @@ mod tests {
         paused.scheduling = "paused".into();
         assert_eq!(resolve(&[paused], Some("dev_p"), None, all_online).unwrap_err().code, "device_paused");
         assert_eq!(resolve(&[dev("dev_s", "s", "suspended")], Some("s"), None, all_online).unwrap_err().code, "device_suspended");
+    }
+
+    #[test]
+    fn earlier_names_still_route_but_never_over_a_current_one() {
+        let with_aliases = |id: &str, name: &str, aliases: &[&str], auth: &str| DeviceInfo {
+            aliases: aliases.iter().map(|a| a.to_string()).collect(),
+            ..dev(id, name, auth)
+        };
+        let all_online = |_: &str| true;
+        let devs = vec![
+            with_aliases("dev_a", "desk", &["laptop", "old-pc"], "active"),
+            with_aliases("dev_b", "old-pc", &[], "active"),
+            with_aliases("dev_c", "tower", &["shared"], "active"),
+            with_aliases("dev_d", "server", &["shared"], "active"),
+            with_aliases("dev_r", "gone", &["retired"], "revoked"),
+        ];
+        let r = resolve(&devs, Some("laptop"), None, all_online).unwrap();
+        assert_eq!((r.device.device_id.as_str(), r.reason), ("dev_a", "explicit_device"));
+        // dev_b is called old-pc now; dev_a only was.
+        assert_eq!(resolve(&devs, Some("old-pc"), None, all_online).unwrap().device.device_id, "dev_b");
+        let e = resolve(&devs, Some("shared"), None, all_online).unwrap_err();
+        assert_eq!((e.code.as_str(), e.details.as_deref()), ("device_ambiguous", Some(&json!({"candidates": ["dev_c", "dev_d"]}))));
+        assert_eq!(resolve(&devs, Some("retired"), None, all_online).unwrap_err().code, "device_not_found");
     }
 
     #[test]

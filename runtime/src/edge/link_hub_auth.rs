@@ -17,6 +17,8 @@ pub struct DeviceInfo {
     /// The route key of `/ws/<workstation_id>` (equal to `device_id` for paired devices).
     pub workstation_id: String,
     pub name: String,
+    /// Earlier names, kept on rename so a selector using one still routes.
+    pub aliases: Vec<String>,
     /// `active`, `suspended` or `revoked`.
     pub authorization: String,
     /// `enabled`, or anything else, which means paused.

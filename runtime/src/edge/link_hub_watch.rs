@@ -89,6 +89,7 @@ mod tests {
             device_id: "dev_a".into(),
             workstation_id: "dev_a".into(),
             name: "a".into(),
+            aliases: Vec::new(),
             authorization: authorization.into(),
             scheduling: "enabled".into(),
             credential_id: None,

@@ -420,6 +420,7 @@ impl TestDevices {
             device_id: device_id.into(),
             workstation_id: device_id.into(),
             name: name.into(),
+            aliases: Vec::new(),
             authorization: "active".into(),
             scheduling: "enabled".into(),
             credential_id: None,
