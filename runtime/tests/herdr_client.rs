@@ -153,6 +153,20 @@ async fn requests_herdr_cannot_parse_are_invalid_request_with_an_empty_id() {
     assert_eq!(reply["id"], "", "{reply}");
     assert_eq!(reply["error"]["code"], "invalid_request");
     assert!(reply["error"]["message"].as_str().unwrap().starts_with("invalid request: missing field `source`"), "{reply}");
+    // `id` is a required string and `params` is required, even for ping (§A, D.5).
+    for (line, why) in [
+        (r#"{"method":"ping","params":{}}"#, "missing field `id`"),
+        (r#"{"id":7,"method":"ping","params":{}}"#, "invalid type: integer `7`, expected a string"),
+        (r#"{"id":"c","params":{}}"#, "missing field `method`"),
+        (r#"{"id":"c","method":"ping"}"#, "missing field `params`"),
+        ("this is not json", "expected ident"),
+        ("[1]", "invalid type: sequence"),
+    ] {
+        let reply = raw(&sim, line).await;
+        assert_eq!((&reply["id"], &reply["error"]["code"]), (&json!(""), &json!("invalid_request")), "{line}: {reply}");
+        let message = reply["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with("invalid request: ") && message.contains(why), "{line}: {message}");
+    }
     let c = client(&sim);
     let refused = [
         ("pane.send_text", json!({"pane_id": "w1:p1"}), "missing field `text`"),

@@ -494,9 +494,12 @@ async fn serve_connection(shared: Arc<Shared>, stream: UnixStream) {
     shared.requests.lock().unwrap().push(request.clone());
     // Tests wait (event-driven) on request counts too.
     shared.bump();
-    let (Some(id), Some(method)) = (str_of(&request, "id"), str_of(&request, "method")) else {
-        let _ = write.write_all(format!("{}\n", bad("missing field `id` or `method`".into())).as_bytes()).await;
-        return;
+    let (id, method) = match (params::string_field(&request, "id"), params::string_field(&request, "method")) {
+        (Ok(id), Ok(method)) => (id, method),
+        (Err(why), _) | (_, Err(why)) => {
+            let _ = write.write_all(format!("{}\n", bad(why)).as_bytes()).await;
+            return;
+        }
     };
     let params = match params::verdict(method, request.get("params")) {
         params::Verdict::Invalid(why) => {

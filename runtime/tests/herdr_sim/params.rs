@@ -351,6 +351,13 @@ fn check(kind: Kind, v: &Value) -> Result<(), String> {
     }
 }
 
+/// A request's `id` or `method`: a required string (the request must be a JSON object).
+pub fn string_field<'a>(request: &'a Value, key: &str) -> Result<&'a str, String> {
+    let Some(obj) = request.as_object() else { return Err(invalid(request, "struct Request")) };
+    let v = required(obj, key)?;
+    v.as_str().ok_or_else(|| invalid(v, "a string"))
+}
+
 /// How a request that parsed as JSON fares against Herdr's request type.
 pub enum Verdict {
     /// Herdr would parse it; the simulator serves it.
