@@ -105,6 +105,9 @@ fn pairing_enrollment_and_revocation_with_real_processes() {
     assert!(!no.status.success() && String::from_utf8_lossy(&no.stderr).contains("--confirm"));
     let yes = run(&home, &["worker", "revoke", &second_id, "--confirm"], &first);
     assert!(yes.status.success(), "{}", String::from_utf8_lossy(&yes.stderr));
+    // Said in words, not as the route's JSON.
+    let said = String::from_utf8_lossy(&yes.stdout).to_string();
+    assert!(said.starts_with(&format!("revoked {second_id}: ")) && !said.contains('{'), "{said}");
     let after = run(&home, &["device", "list"], &second);
     assert!(!after.status.success());
     assert!(String::from_utf8_lossy(&after.stderr).contains("device_auth_required"), "{}", String::from_utf8_lossy(&after.stderr));

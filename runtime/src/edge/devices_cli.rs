@@ -352,8 +352,8 @@ pub fn run_worker(cmd: WorkerCommand) -> anyhow::Result<()> {
             }
             let me = enrolled(&device)?;
             let body = json!({"device_id": device_id, "confirm": true});
-            let v = call(&me.edge_origin, "/devices/revoke", "POST", Some(body), Some(&me), device.ca_file.as_ref())?;
-            println!("{v}");
+            call(&me.edge_origin, "/devices/revoke", "POST", Some(body), Some(&me), device.ca_file.as_ref())?;
+            println!("revoked {device_id}: its link is closed and its credential never works again (enroll that computer anew to use it)");
             Ok(())
         }
     }
