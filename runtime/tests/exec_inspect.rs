@@ -18,10 +18,7 @@ async fn running_and_ended_sessions_are_listed_running_first() {
     let rig = Rig::new();
     let info = inspect(&rig).await;
     assert_eq!(
-        (
-            info["exec_sessions"].clone(),
-            info["exec_sessions_ready"].clone()
-        ),
+        (info["exec_sessions"].clone(), info["exec_sessions_ready"].clone()),
         (json!([]), json!(true)),
         "{info}"
     );
@@ -32,38 +29,20 @@ async fn running_and_ended_sessions_are_listed_running_first() {
     rig.wait_done(&short).await;
     let info = inspect(&rig).await;
     let listed = info["exec_sessions"].as_array().unwrap();
-    let ids: Vec<&str> = listed
-        .iter()
-        .map(|s| s["session_id"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        ids,
-        [long.as_str(), short.as_str()],
-        "the running one first, though started earlier"
-    );
-    assert_eq!(
-        (listed[0]["running"].clone(), listed[0]["phase"].clone()),
-        (json!(true), json!("running"))
-    );
+    let ids: Vec<&str> = listed.iter().map(|s| s["session_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, [long.as_str(), short.as_str()], "the running one first, though started earlier");
+    assert_eq!((listed[0]["running"].clone(), listed[0]["phase"].clone()), (json!(true), json!("running")));
     assert_eq!(listed[0]["command"], "sleep 30");
     assert_eq!(listed[0]["root"], rig.root_str());
-    assert_eq!(
-        (listed[1]["phase"].clone(), listed[1]["exit_code"].clone()),
-        (json!("completed"), json!(4))
-    );
+    assert_eq!((listed[1]["phase"].clone(), listed[1]["exit_code"].clone()), (json!("completed"), json!(4)));
     let diag = &info["exec_sessions_diagnostics"];
     assert_eq!(
-        (
-            diag["count"].as_u64(),
-            diag["running"].as_u64(),
-            diag["omitted"].as_u64()
-        ),
+        (diag["count"].as_u64(), diag["running"].as_u64(), diag["omitted"].as_u64()),
         (Some(2), Some(1), Some(0)),
         "{diag}"
     );
 
-    rig.call("herdr_exec_kill", json!({"session_id": long}))
-        .await;
+    rig.call("herdr_exec_kill", json!({"session_id": long})).await;
     rig.wait_done(&long).await;
 }
 
@@ -85,21 +64,11 @@ async fn the_list_is_capped_at_its_limit() {
         let listed = info["exec_sessions"].as_array().unwrap();
         let diag = &info["exec_sessions_diagnostics"];
         assert_eq!(listed.len(), n.min(EXEC_SESSIONS_SHOWN), "{n} sessions");
-        assert_eq!(
-            diag["omitted"].as_u64(),
-            Some(n.saturating_sub(EXEC_SESSIONS_SHOWN) as u64),
-            "{n}: {diag}"
-        );
+        assert_eq!(diag["omitted"].as_u64(), Some(n.saturating_sub(EXEC_SESSIONS_SHOWN) as u64), "{n}: {diag}");
         assert_eq!(diag["count"].as_u64(), Some(n as u64));
         if n > EXEC_SESSIONS_SHOWN {
-            let shown: Vec<&str> = listed
-                .iter()
-                .map(|s| s["session_id"].as_str().unwrap())
-                .collect();
-            assert!(
-                !shown.contains(&ids[0].as_str()),
-                "the oldest is the one left out"
-            );
+            let shown: Vec<&str> = listed.iter().map(|s| s["session_id"].as_str().unwrap()).collect();
+            assert!(!shown.contains(&ids[0].as_str()), "the oldest is the one left out");
         }
     }
 }
@@ -109,35 +78,21 @@ async fn the_list_is_capped_at_its_limit() {
 async fn long_commands_are_cut_at_their_limit() {
     let rig = Rig::new();
     let command = |len: usize| format!("true #{}", "é".repeat(len - 6));
-    for (len, cut) in [
-        (COMMAND_SHOWN_CHARS - 1, false),
-        (COMMAND_SHOWN_CHARS, false),
-        (COMMAND_SHOWN_CHARS + 1, true),
-    ] {
+    for (len, cut) in [(COMMAND_SHOWN_CHARS - 1, false), (COMMAND_SHOWN_CHARS, false), (COMMAND_SHOWN_CHARS + 1, true)]
+    {
         let text = command(len);
         assert_eq!(text.chars().count(), len);
         let id = rig.start(&text).await;
         rig.wait_done(&id).await;
         let listed = poll(DEADLINE, || async {
             let info = inspect(&rig).await;
-            info["exec_sessions"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|s| s["session_id"] == id.as_str())
-                .cloned()
+            info["exec_sessions"].as_array().unwrap().iter().find(|s| s["session_id"] == id.as_str()).cloned()
         })
         .await
         .unwrap();
         let shown = listed["command"].as_str().unwrap();
         if cut {
-            assert_eq!(
-                shown,
-                format!(
-                    "{}…",
-                    text.chars().take(COMMAND_SHOWN_CHARS).collect::<String>()
-                )
-            );
+            assert_eq!(shown, format!("{}…", text.chars().take(COMMAND_SHOWN_CHARS).collect::<String>()));
             assert_eq!(listed["command_truncated"], true);
         } else {
             assert_eq!(shown, text);
@@ -153,31 +108,20 @@ async fn without_an_exec_service_inspect_says_so() {
         herdr_mcp::runtime_info::RuntimeInfo::new(),
         herdr_mcp::policy::Policy::for_tests(vec![root.path().to_path_buf()]),
     ));
-    let out = herdr_mcp::tools::ToolRegistry::standard()
-        .call(&ctx, "herdr_inspect", Some(json!({})))
-        .await
-        .payload;
+    let out = herdr_mcp::tools::ToolRegistry::standard().call(&ctx, "herdr_inspect", Some(json!({}))).await.payload;
     let info = &out["workstation_info"];
     assert_eq!(
-        (
-            info["exec_sessions"].clone(),
-            info["exec_sessions_ready"].clone()
-        ),
+        (info["exec_sessions"].clone(), info["exec_sessions_ready"].clone()),
         (json!([]), json!(false)),
         "{out}"
     );
-    assert_eq!(
-        info["exec_sessions_diagnostics"]["status"], "not_available",
-        "{out}"
-    );
+    assert_eq!(info["exec_sessions_diagnostics"]["status"], "not_available", "{out}");
 }
 
 /// herdr_skill's live block says exec works when the runtime has it.
 #[tokio::test]
 async fn skill_says_exec_is_available() {
     let rig = Rig::new();
-    let out = rig
-        .call("herdr_skill", json!({"include_native_reference": false}))
-        .await;
+    let out = rig.call("herdr_skill", json!({"include_native_reference": false})).await;
     assert_eq!(out["runtime"]["exec"], "available", "{out}");
 }

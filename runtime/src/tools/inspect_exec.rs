@@ -25,30 +25,16 @@ pub fn exec_sessions(ctx: &ToolContext) -> (Value, bool, Value) {
     };
     // Each session's end is read once: a session ending during the sort must not
     // change its place halfway (the sort needs a consistent order).
-    let mut sessions: Vec<(Option<Exit>, Arc<Session>)> =
-        registry.list().into_iter().map(|s| (s.exit(), s)).collect();
+    let mut sessions: Vec<(Option<Exit>, Arc<Session>)> = registry.list().into_iter().map(|s| (s.exit(), s)).collect();
     // Running first, then newest first, by the monotonic start time (finer than
     // the wall-clock milliseconds, which two quick starts can share).
-    sessions.sort_by(|(a_exit, a), (b_exit, b)| {
-        a_exit
-            .is_some()
-            .cmp(&b_exit.is_some())
-            .then(b.started.cmp(&a.started))
-    });
+    sessions
+        .sort_by(|(a_exit, a), (b_exit, b)| a_exit.is_some().cmp(&b_exit.is_some()).then(b.started.cmp(&a.started)));
     let total = sessions.len();
     sessions.truncate(EXEC_SESSIONS_SHOWN);
     diagnostics["shown"] = json!(sessions.len());
     diagnostics["omitted"] = json!(total - sessions.len());
-    (
-        Value::Array(
-            sessions
-                .into_iter()
-                .map(|(exit, s)| describe(&s, exit))
-                .collect(),
-        ),
-        true,
-        diagnostics,
-    )
+    (Value::Array(sessions.into_iter().map(|(exit, s)| describe(&s, exit)).collect()), true, diagnostics)
 }
 
 fn describe(session: &Session, exit: Option<Exit>) -> Value {
