@@ -71,10 +71,7 @@ fn every_integer_limit_holds_at_its_edges() {
         inside.dedup();
         for value in inside {
             let r = call(&ctx, tool, with(base(&repo, tool), key, json!(value)));
-            assert_ne!(
-                r["code"], "invalid_params",
-                "{tool} {key}={value} is within the limit: {r}"
-            );
+            assert_ne!(r["code"], "invalid_params", "{tool} {key}={value} is within the limit: {r}");
         }
         let mut outside = vec![json!(max + 1)];
         if min > 0 {
@@ -98,31 +95,11 @@ fn wrong_types_name_the_argument_and_its_type() {
     let ctx = repo.ctx();
     let cases: &[(&str, Value, &str)] = &[
         ("herdr_fs_read", json!({"path": 5}), "path must be a string"),
-        (
-            "herdr_fs_read",
-            json!({"path": repo.p("f.txt"), "max_bytes": "5"}),
-            "max_bytes must be an integer",
-        ),
-        (
-            "herdr_fs_read",
-            json!({"path": repo.p("f.txt"), "start_line": 1.5}),
-            "start_line must be an integer",
-        ),
-        (
-            "herdr_fs_list",
-            json!({"path": repo.p(""), "recursive": "yes"}),
-            "recursive must be a boolean",
-        ),
-        (
-            "herdr_prompt",
-            json!({"target": "pi", "text": "hi", "wait": []}),
-            "wait must be an object",
-        ),
-        (
-            "herdr_exec",
-            json!({"workspace": "w", "steps": {}}),
-            "steps must be an array",
-        ),
+        ("herdr_fs_read", json!({"path": repo.p("f.txt"), "max_bytes": "5"}), "max_bytes must be an integer"),
+        ("herdr_fs_read", json!({"path": repo.p("f.txt"), "start_line": 1.5}), "start_line must be an integer"),
+        ("herdr_fs_list", json!({"path": repo.p(""), "recursive": "yes"}), "recursive must be a boolean"),
+        ("herdr_prompt", json!({"target": "pi", "text": "hi", "wait": []}), "wait must be an object"),
+        ("herdr_exec", json!({"workspace": "w", "steps": {}}), "steps must be an array"),
     ];
     for (tool, args, expected) in cases {
         let r = call(&ctx, tool, args.clone());
@@ -140,7 +117,13 @@ fn string_lengths_hold_at_their_edges() {
     let ctx = repo.ctx();
     // (tool, other arguments, field, may be empty, max characters)
     let cases: &[(&str, Value, &str, bool, usize)] = &[
-        ("herdr_exec", json!({"workspace": "w", "command": "true", "intent": "read_only"}), "idempotency_key", false, 256),
+        (
+            "herdr_exec",
+            json!({"workspace": "w", "command": "true", "intent": "read_only"}),
+            "idempotency_key",
+            false,
+            256,
+        ),
         ("herdr_exec", json!({"command": "true"}), "workspace", false, 256),
         ("herdr_exec", json!({"workspace": "w"}), "command", false, 65_536),
         ("herdr_exec_start", json!({"root": repo.p("")}), "command", false, 65_536),
@@ -202,5 +185,34 @@ fn exec_steps_hold_at_their_edges() {
         let r = call(&ctx, "herdr_exec", steps(n, args));
         assert_code(&r, "invalid_params");
         assert_eq!(r["message"], message, "{n} steps of {args} args");
+    }
+}
+
+/// A missing argument, an unknown one and a value outside an enum are named
+/// with what would be accepted, so the next call can be right.
+#[test]
+fn missing_unknown_and_enum_arguments_say_what_is_accepted() {
+    let repo = Repo::with_files(&[("f.txt", "x\n")]);
+    let ctx = repo.ctx();
+    let cases: &[(&str, Value, &str)] = &[
+        ("herdr_fs_read", json!({}), "path is required"),
+        ("herdr_git", json!({"root": repo.p("")}), "action is required"),
+        (
+            "herdr_fs_read",
+            json!({"path": repo.p("f.txt"), "lines": 5}),
+            "unknown argument lines; the tool accepts end_line, max_bytes, path, start_line",
+        ),
+        (
+            "herdr_prompt",
+            json!({"target": "pi", "text": "hi", "wait": {"for": ["idle"]}}),
+            "unknown argument wait.for; wait accepts timeout_ms, until",
+        ),
+        ("herdr_git", json!({"root": repo.p(""), "action": "push"}), "action must be one of status, diff, log"),
+        ("herdr_exec_read", json!({"session_id": "s", "stream": "all"}), "stream must be one of stdout, stderr, both"),
+    ];
+    for (tool, args, expected) in cases {
+        let r = call(&ctx, tool, args.clone());
+        assert_code(&r, "invalid_params");
+        assert_eq!(r["message"], *expected, "{tool} {args}");
     }
 }
