@@ -135,6 +135,9 @@ async fn session_initialize_over_raw_http_issues_a_session_and_unknown_sessions_
     assert_eq!(resp.status, 200, "{}", resp.text());
     let session = resp.header("mcp-session-id").expect("session id").to_string();
     assert_eq!(resp.json()["result"]["protocolVersion"], "2025-06-18");
+    // Spec §3: `ms_` and 32 lower-case hex digits.
+    let hex = session.strip_prefix("ms_").unwrap_or_else(|| panic!("session id {session}"));
+    assert!(hex.len() == 32 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')), "session id {session}");
 
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
     let mut with_session = sse.to_vec();

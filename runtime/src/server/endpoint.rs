@@ -43,6 +43,7 @@ use super::config::MAX_BODY_BYTES;
 use super::envelope::{Envelope, LocalAnswer, check_envelope};
 use super::jsonrpc::{self, INVALID_REQUEST};
 use super::mcp::{McpHandler, SUPPORTED_PROTOCOL_VERSIONS, ServerState};
+use super::sessions::SpecSessions;
 
 /// Idle sessions close after this long (spec §3: one hour, refreshed on use).
 pub const SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(3600);
@@ -57,7 +58,7 @@ const ACCEPT_JSON_AND_SSE: HeaderValue = HeaderValue::from_static("application/j
 const CONTENT_TYPE_JSON: HeaderValue = HeaderValue::from_static("application/json");
 const PROTOCOL_VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
 
-type SessionService = StreamableHttpService<McpHandler, LocalSessionManager>;
+type SessionService = StreamableHttpService<McpHandler, SpecSessions>;
 type StatelessService = StreamableHttpService<McpHandler, NeverSessionManager>;
 
 #[derive(Clone)]
@@ -67,7 +68,7 @@ pub struct McpEndpoint {
 
 struct Inner {
     session: SessionService,
-    sessions: Arc<LocalSessionManager>,
+    sessions: Arc<SpecSessions>,
     /// Session ids in creation order, for evicting the oldest.
     session_order: tokio::sync::Mutex<VecDeque<SessionId>>,
     stateless: StatelessService,
@@ -97,9 +98,9 @@ impl McpEndpoint {
             .with_sse_keep_alive(Some(SSE_KEEP_ALIVE))
             .with_cancellation_token(shutdown.clone())
             .with_max_request_body_bytes(MAX_BODY_BYTES);
-        let mut sessions = LocalSessionManager::default();
-        sessions.session_config.keep_alive = Some(SESSION_IDLE_TIMEOUT);
-        let sessions = Arc::new(sessions);
+        let mut local = LocalSessionManager::default();
+        local.session_config.keep_alive = Some(SESSION_IDLE_TIMEOUT);
+        let sessions = Arc::new(SpecSessions::new(local, &state.ctx.info.boot_id));
         let factory_state = Arc::clone(&state);
         let session = StreamableHttpService::new(
             move || Ok(McpHandler::new(Arc::clone(&factory_state))),
@@ -298,7 +299,7 @@ impl Inner {
     async fn names_unknown_session(&self, headers: &HeaderMap) -> bool {
         let Some(id) = headers.get(SESSION_HEADER) else { return false };
         let Ok(id) = id.to_str() else { return true };
-        !self.sessions.sessions.read().await.contains_key(&SessionId::from(id))
+        !self.sessions.local.sessions.read().await.contains_key(&SessionId::from(id))
     }
 
     /// Records a newly issued session and closes the oldest ones beyond the cap.
@@ -310,7 +311,7 @@ impl Inner {
         }
         // Sessions that ended on their own (DELETE, idle timeout) free their slot first.
         {
-            let live = self.sessions.sessions.read().await;
+            let live = self.sessions.local.sessions.read().await;
             order.retain(|id| live.contains_key(id));
         }
         while order.len() > MAX_SESSIONS {

@@ -11,6 +11,7 @@ pub mod health;
 pub mod jsonrpc;
 pub mod logging;
 pub mod mcp;
+pub mod sessions;
 pub mod unix_socket;
 
 use std::sync::Arc;
