@@ -273,3 +273,27 @@ async fn a_call_by_a_devices_earlier_name_reaches_it() {
     let r = tokio::time::timeout(WAIT, call).await.expect("answered").unwrap();
     assert_eq!(r["result"]["structuredContent"]["seen"], "by its old name", "{r}");
 }
+
+/// A pairing may recover (re-key) only a device whose link is down, as it is
+/// on a computer that lost its credential: a device linked right now keeps its
+/// credential and its calls, and the pairing stays usable for when it is down.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pairing_cannot_take_over_a_device_that_is_linked() {
+    let (e, hub) = InProc::start_registry_linked().await;
+    let d = e.enroll("laptop");
+    let (ws, id) = (d.device.workstation_id.clone(), d.device.device_id.clone());
+    let sock = link(&e, &hub, &ws, &d.device_secret).await;
+    let p = e.devices.create_pairing(None, None, "test").unwrap();
+    let recover = json!({"pairing_id": p.pairing_id, "code": p.code, "recover_device_id": id});
+    let r = e.device_call(Method::POST, "/devices/pairings/consume", None, Some(recover.clone())).await;
+    assert_eq!((r.status, r.json()["code"].as_str()), (409, Some("device_online")), "{}", r.body);
+    assert!(!r.body.contains("devsec_"), "{}", r.body);
+    assert!(e.devices.verify_link(&ws, &d.device_secret).is_ok(), "the linked device keeps its credential");
+    assert!(hub.link(&ws).is_some(), "and its link");
+
+    drop(sock);
+    until("the link to end", || hub.link(&ws).is_none()).await;
+    let r = e.device_call(Method::POST, "/devices/pairings/consume", None, Some(recover)).await;
+    assert_eq!((r.status, r.json()["recovered_existing"].as_bool()), (200, Some(true)), "{}", r.body);
+    assert_eq!(e.devices.verify_link(&ws, &d.device_secret).unwrap_err().code(), "link_auth_failed");
+}

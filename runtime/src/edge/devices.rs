@@ -93,6 +93,8 @@ pub enum DeviceError {
     Suspended(String),
     #[error("{0}")]
     InvalidName(String),
+    #[error("device {0} is linked right now; recovery is for a computer that lost its credential: stop that link first, or revoke the device")]
+    Linked(String),
     #[error("device registry: {0}")]
     Db(#[from] rusqlite::Error),
 }
@@ -104,13 +106,14 @@ impl DeviceError {
             Self::AlreadyRevoked(_) => "device_revoked",
             Self::Suspended(_) => "device_suspended",
             Self::InvalidName(_) => "invalid_device_name",
+            Self::Linked(_) => "device_online",
             Self::Db(_) => "device_registry_unavailable",
         }
     }
     pub fn status(&self) -> u16 {
         match self {
             Self::NotFound(_) => 404,
-            Self::AlreadyRevoked(_) | Self::Suspended(_) => 409,
+            Self::AlreadyRevoked(_) | Self::Suspended(_) | Self::Linked(_) => 409,
             Self::InvalidName(_) => 400,
             Self::Db(_) => 500,
         }

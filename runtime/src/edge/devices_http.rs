@@ -166,7 +166,16 @@ async fn consume_pairing(State(s): State<Arc<EdgeState>>, headers: HeaderMap, bo
         Some(Value::String(d)) => Some(d.as_str()),
         Some(_) => return fail(400, "invalid_params", "recover_device_id must be a device id string"),
     };
-    match s.devices.consume_pairing_recover(pairing_id, code, name, recover) {
+    // Only a device without a live link may be recovered (see consume_pairing_recover).
+    let live = match recover.map(|_| s.router.devices()).transpose() {
+        Ok(rows) => rows.unwrap_or_default(),
+        Err(e) => {
+            tracing::error!("device registry: {e}");
+            return fail(500, "device_registry_unavailable", "the device registry cannot be read");
+        }
+    };
+    let is_linked = |id: &str| live.iter().any(|r| r["device_id"] == id && r["connection"] != "offline");
+    match s.devices.consume_pairing_recover(pairing_id, code, name, recover, &is_linked) {
         Ok(e) => json_response(
             200,
             json!({

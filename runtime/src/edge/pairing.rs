@@ -139,17 +139,19 @@ impl DeviceRegistry {
     /// deleted and a device with a fresh credential is created. A wrong code counts
     /// an attempt, and that count is committed even though the call fails.
     pub fn consume_pairing(&self, pairing_id: &str, code: &str, name: Option<&str>) -> Result<Enrolled, PairingError> {
-        self.consume_pairing_recover(pairing_id, code, name, None)
+        self.consume_pairing_recover(pairing_id, code, name, None, &|_| false)
     }
 
     /// [`Self::consume_pairing`], or with `recover_device_id` a re-key of that
-    /// existing active device ([`Enrolled::recovered_existing`]).
+    /// existing active device ([`Enrolled::recovered_existing`]), refused with
+    /// `device_online` while `is_linked` says its link is up.
     pub fn consume_pairing_recover(
         &self,
         pairing_id: &str,
         code: &str,
         name: Option<&str>,
         recover_device_id: Option<&str>,
+        is_linked: &dyn Fn(&str) -> bool,
     ) -> Result<Enrolled, PairingError> {
         let name = name_or_error(name)?;
         if !is_pairing_id(pairing_id) {
@@ -184,6 +186,12 @@ impl DeviceRegistry {
                 return Ok(Err(PairingError::Rejected));
             }
             if let Some(target) = recover_device_id {
+                // A device whose link is up has its credential: re-keying it would
+                // hand a working computer's identity (and its calls) to whoever
+                // holds this pairing. The pairing stays usable.
+                if is_linked(target) {
+                    return Ok(Err(PairingError::Recover(DeviceError::Linked(target.to_string()))));
+                }
                 return match rekey(tx, target, name.as_deref(), now) {
                     Ok(e) => {
                         tx.execute("DELETE FROM pairings WHERE pairing_key = ?1", [&key])?;
@@ -277,26 +285,26 @@ mod tests {
 
         let p = reg.create_pairing(None, None, "t").unwrap();
         // A wrong code fails the same way whatever the target, and counts.
-        let err = reg.consume_pairing_recover(&p.pairing_id, &wrong(&p.code), None, Some("dev_nope")).unwrap_err();
+        let err = reg.consume_pairing_recover(&p.pairing_id, &wrong(&p.code), None, Some("dev_nope"), &|_| false).unwrap_err();
         assert_eq!(err.code(), "pairing_rejected");
         // The right code with an unknown target: refused, the pairing stays usable.
-        let err = reg.consume_pairing_recover(&p.pairing_id, &p.code, None, Some("dev_nope")).unwrap_err();
+        let err = reg.consume_pairing_recover(&p.pairing_id, &p.code, None, Some("dev_nope"), &|_| false).unwrap_err();
         assert_eq!((err.code(), err.status()), ("device_not_found", 404));
-        let r = reg.consume_pairing_recover(&p.pairing_id, &p.code, None, Some(&id)).unwrap();
+        let r = reg.consume_pairing_recover(&p.pairing_id, &p.code, None, Some(&id), &|_| false).unwrap();
         assert!(r.recovered_existing);
         assert_eq!((r.device.device_id.as_str(), r.device.name.as_str()), (id.as_str(), "laptop"));
         assert_eq!(reg.verify_link(&id, &first.device_secret).unwrap_err().code(), "link_auth_failed");
         assert!(reg.verify_link(&id, &r.device_secret).is_ok());
         assert_eq!(reg.list_devices().unwrap().len(), 1);
         // Spent.
-        assert_eq!(reg.consume_pairing_recover(&p.pairing_id, &p.code, None, Some(&id)).unwrap_err().code(), "pairing_rejected");
+        assert_eq!(reg.consume_pairing_recover(&p.pairing_id, &p.code, None, Some(&id), &|_| false).unwrap_err().code(), "pairing_rejected");
 
         // A suspended or revoked device is not recovered.
         reg.suspend(&id, "t").unwrap();
         let p = reg.create_pairing(None, None, "t").unwrap();
-        assert_eq!(reg.consume_pairing_recover(&p.pairing_id, &p.code, None, Some(&id)).unwrap_err().code(), "device_suspended");
+        assert_eq!(reg.consume_pairing_recover(&p.pairing_id, &p.code, None, Some(&id), &|_| false).unwrap_err().code(), "device_suspended");
         reg.revoke(&id, "t").unwrap();
-        assert_eq!(reg.consume_pairing_recover(&p.pairing_id, &p.code, None, Some(&id)).unwrap_err().code(), "device_revoked");
+        assert_eq!(reg.consume_pairing_recover(&p.pairing_id, &p.code, None, Some(&id), &|_| false).unwrap_err().code(), "device_revoked");
     }
 
     #[test]
