@@ -165,3 +165,26 @@ fn image_errors() {
     assert_reason(&call(&ctx, "herdr_fs_image", json!({"path": repo.p("src")})), "not_a_file");
     assert_code(&call(&ctx, "herdr_fs_image", json!({"path": repo.p("pic.png"), "max_bytes": 8_000_001})), "invalid_params");
 }
+
+/// max_matches is inclusive: exactly that many matches are all returned and
+/// not flagged; one fewer allowed cuts the last and says so. The same for
+/// max_entries of a listing.
+#[test]
+fn match_and_entry_caps_hold_at_their_edges() {
+    let repo = tree();
+    let ctx = repo.ctx();
+    // "alpha" case-insensitively: a.rs, src/deep/x.rs, src/lib.rs (secret and ignored files are skipped).
+    let all = call(&ctx, "herdr_fs_grep", json!({"root": repo.p(""), "pattern": "alpha", "case_insensitive": true}));
+    assert_eq!((all["count"].clone(), all["truncated"].clone()), (json!(3), json!(false)), "{all}");
+    for (max, count, truncated) in [(4, 3, false), (3, 3, false), (2, 2, true)] {
+        let r = call(&ctx, "herdr_fs_grep", json!({"root": repo.p(""), "pattern": "alpha", "case_insensitive": true, "max_matches": max}));
+        assert_eq!((r["count"].clone(), r["truncated"].clone()), (json!(count), json!(truncated)), "max_matches {max}: {r}");
+    }
+    // The root lists .gitignore, a.rs, b.txt, ignored.log, src (.env and secrets/ are hidden).
+    let all = call(&ctx, "herdr_fs_list", json!({"path": repo.p("")}));
+    assert_eq!((all["count"].clone(), all["truncated"].clone()), (json!(5), json!(false)), "{all}");
+    for (max, count, truncated) in [(6, 5, false), (5, 5, false), (4, 4, true)] {
+        let r = call(&ctx, "herdr_fs_list", json!({"path": repo.p(""), "max_entries": max}));
+        assert_eq!((r["count"].clone(), r["truncated"].clone()), (json!(count), json!(truncated)), "max_entries {max}: {r}");
+    }
+}
