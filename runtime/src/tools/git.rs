@@ -106,21 +106,9 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
 
 /// `bytes` without a character the cap cut in two: a cut output ends before
 /// it, rather than in a replacement mark that reads like broken text in the
-/// repository. Only the last character is looked at (invalid bytes earlier
-/// are git's output as it is); complete output is left alone.
+/// repository (the same rule as exec output pages). Complete output is left alone.
 fn whole_chars(bytes: &[u8], truncated: bool) -> &[u8] {
-    if !truncated {
-        return bytes;
-    }
-    // Where the last character starts: the last byte that is not a UTF-8
-    // continuation byte, among the last three (a character has at most four).
-    let tail = bytes.len().saturating_sub(3);
-    let Some(start) = bytes[tail..].iter().rposition(|b| b & 0xC0 != 0x80).map(|i| tail + i) else { return bytes };
-    match std::str::from_utf8(&bytes[start..]) {
-        // No error length: the bytes end inside a character.
-        Err(e) if e.error_len().is_none() => &bytes[..start],
-        _ => bytes,
-    }
+    if truncated { &bytes[..crate::exec::ring::utf8_safe_len(bytes)] } else { bytes }
 }
 
 /// Name patterns of the secret-path policy (spec §2.2) as git globs.
