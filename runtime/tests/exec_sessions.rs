@@ -257,3 +257,37 @@ async fn every_ended_session_is_announced_once() {
     assert_eq!(seen, want);
     assert!(rx.try_recv().is_err(), "no duplicate announcements");
 }
+
+/// A page the limit cuts ends before a character it would split, and the next
+/// page starts with that character, so paging by next_offset shows the text
+/// without replacement marks. A page of one partial character is still given
+/// (paging must move on), and the end of a finished stream is never held back.
+#[tokio::test]
+async fn a_page_cut_by_the_limit_ends_on_a_whole_character() {
+    let rig = Rig::new();
+    let id = rig.start("printf 'a€b€'; printf '\\342\\202' >&2").await;
+    rig.wait_done(&id).await;
+    // stdout is a, €(3 bytes), b, €: 8 bytes.
+    for (offset, limit, text, next) in [
+        (0u64, 3u64, "a", 1u64),
+        (0, 4, "a€", 4),
+        (1, 3, "€", 4),
+        (4, 2, "b", 5),
+        (5, 3, "€", 8),
+        (1, 1, "\u{fffd}", 2),
+    ] {
+        let r = rig.read(&id, "stdout", offset, limit).await;
+        assert_eq!((r["text"].as_str(), r["next_offset"].as_u64()), (Some(text), Some(next)), "offset {offset} limit {limit}: {r}");
+    }
+    // Paging from 0 two bytes at a time still reaches the end, with the whole text.
+    let (mut offset, mut text) = (0u64, String::new());
+    while offset < 8 {
+        let r = rig.read(&id, "stdout", offset, 2).await;
+        text.push_str(r["text"].as_str().unwrap());
+        offset = r["next_offset"].as_u64().unwrap();
+    }
+    assert_eq!(text, "a\u{fffd}\u{fffd}b\u{fffd}\u{fffd}", "2-byte pages cannot hold a 3-byte character whole");
+    // stderr ends in a partial character: the last page gives it as it is.
+    let r = rig.read(&id, "stderr", 0, 10).await;
+    assert_eq!((r["text"].as_str(), r["next_offset"].as_u64()), (Some("\u{fffd}"), Some(2)), "{r}");
+}
