@@ -13,6 +13,13 @@ async fn inspect(rig: &Rig) -> Value {
     out["workstation_info"].clone()
 }
 
+/// The description points a model at the list, which it would not look for.
+#[test]
+fn the_description_points_at_exec_sessions() {
+    let tools = herdr_mcp::tools::ToolRegistry::standard();
+    assert!(tools.spec("herdr_inspect").unwrap().description.contains("exec_sessions"));
+}
+
 #[tokio::test]
 async fn running_and_ended_sessions_are_listed_running_first() {
     let rig = Rig::new();

@@ -30,8 +30,10 @@ pub fn spec() -> ToolSpec {
             "Start here. Shows the workstation as this runtime sees it: the managed project roots (the only places ",
             "the file and git tools work), each with its git state (dirty, number of changed files), whether the ",
             "runtime is read-only and which roots are writable, which helper programs are installed, and the build ",
-            "and contract identity. When Herdr is running it also lists workspaces, panes and agents; when it is ",
-            "not, each managed root appears as one workspace and the herdr fields say Herdr is unavailable."
+            "and contract identity. workstation_info.exec_sessions lists the command sessions this runtime holds ",
+            "(running first): look there before starting a long command again. When Herdr is running it also lists ",
+            "workspaces, panes and agents; when it is not, each managed root appears as one workspace and the herdr ",
+            "fields say Herdr is unavailable."
         ),
         input_schema: schema,
         access: Access::Read,
