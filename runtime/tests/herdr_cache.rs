@@ -178,9 +178,14 @@ async fn a_pane_whose_process_exits_leaves_the_cache_without_any_close_event() {
     sim.add_pane("w1", "w1:p2", "/tmp");
     sim.add_agent("w1:p2", "claude", "idle");
     let (service, cancel) = started(&sim).await;
+    let subscribed = sim.count("events.subscribe");
     sim.exit_pane("w1:p1");
     let gone = |c: &herdr_mcp::herdr::EventCache| c.live_view().is_some_and(|v| v.topology.pane("w1:p1").is_none());
     assert!(service.cache.wait_for(WAIT, gone).await, "the exited pane stayed in the cache");
+    // ... and follows Herdr again: a new stream, which names no pane that is gone
+    // (Herdr would refuse it whole).
+    let following = |s: &HerdrSim| s.count("events.subscribe") > subscribed && s.subscriber_count() == 1;
+    assert!(sim.wait_until(WAIT, following).await, "no new event stream after the exit");
     // The agent process exits: status `unknown` without an agent, and its detection is released.
     sim.remove_agent("w1:p2");
     assert!(service.cache.wait_for(WAIT, |c| c.live_view().is_some_and(|v| v.topology.agents.is_empty())).await);

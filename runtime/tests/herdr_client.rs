@@ -201,7 +201,15 @@ async fn subscriptions_herdr_does_not_know_are_refused() {
         assert_eq!(e.code, "invalid_request", "{bad}");
     }
     assert_eq!(sim.subscriber_count(), 0, "a refused subscription streams nothing");
+    // Herdr probes the pane of a parameterised subscription: an unknown one fails the request.
+    let e = c
+        .subscribe(vec![json!({"type": "pane.created"}), json!({"type": "pane.agent_status_changed", "pane_id": "w9:p9"})])
+        .await;
+    let e = e.err().unwrap();
+    assert_eq!((e.code.as_str(), e.from_daemon), ("pane_not_found", true));
     // Every type the event cache subscribes to is one Herdr knows.
+    sim.add_workspace("w1", "repo");
+    sim.add_pane("w1", "w1:p1", "/tmp");
     let mut all: Vec<serde_json::Value> =
         herdr_mcp::herdr::cache::LIFECYCLE_SUBSCRIPTIONS.iter().map(|t| json!({"type": t})).collect();
     all.push(json!({"type": "pane.agent_status_changed", "pane_id": "w1:p1"}));
@@ -340,14 +348,17 @@ async fn agent_read_and_the_waits_behave_like_herdr() {
     assert_eq!(e.unwrap_err().code, "unsupported_event_wait_match");
     let e = c.call("events.wait", json!({"match_event": {"event": "pane_agent_status_changed", "pane_id": "w1:p1"}})).await;
     assert_eq!(e.unwrap_err().code, "invalid_request", "agent_status is required");
+    // Served as a filtered status subscription: a pane already in the status matches at once.
     let status = json!({"match_event": {"event": "pane_agent_status_changed", "pane_id": "w1:p1", "agent_status": "blocked"}, "timeout_ms": 200});
-    assert_eq!(c.call("events.wait", status).await.unwrap_err().code, "timeout", "already blocked is no event");
+    assert_eq!(c.call("events.wait", status).await.unwrap()["event"]["data"]["agent_status"], "blocked");
+    let status = json!({"match_event": {"event": "pane_agent_status_changed", "pane_id": "w1:p1", "agent_status": "done"}, "timeout_ms": 200});
+    assert_eq!(c.call("events.wait", status).await.unwrap_err().code, "timeout");
     let working = tokio::spawn({
         let c = client(&sim);
         let wait = json!({"match_event": {"event": "pane_agent_status_changed", "pane_id": "w1:p1", "agent_status": "working"}, "timeout_ms": 2000});
         async move { c.call("events.wait", wait).await }
     });
-    assert!(sim.wait_until(Duration::from_secs(2), |s| s.count("events.wait") == 4).await);
+    assert!(sim.wait_until(Duration::from_secs(2), |s| s.count("events.wait") == 5).await);
     sim.set_agent_status("w1:p1", "working");
     let matched = working.await.unwrap().unwrap();
     assert_eq!(
@@ -381,6 +392,12 @@ async fn event_frames_follow_the_recorded_quirks() {
     sim.set_agent_status("w1:p1", "working");
     sim.set_agent_status("w1:p1", "blocked");
     let ev = next(&mut blocked).await;
+    // ... and, filtered on the status the pane already has, starts with it.
+    let mut already = c
+        .subscribe(vec![json!({"type": "pane.agent_status_changed", "pane_id": "w1:p1", "agent_status": "blocked"})])
+        .await
+        .unwrap();
+    assert_eq!(next(&mut already).await["data"]["agent_status"], "blocked");
     assert_eq!(
         ev,
         json!({"data": {"agent": "pi", "agent_status": "blocked", "pane_id": "w1:p1", "workspace_id": "w1"}, "event": "pane.agent_status_changed"})

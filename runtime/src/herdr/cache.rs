@@ -210,10 +210,10 @@ impl EventCache {
     /// re-snapshot is due, an event asks for one, or the stream fails.
     async fn cycle(&self, cancel: &CancellationToken) -> Result<(), HerdrError> {
         let timeouts = self.client.timeouts().clone();
-        // The first picture only tells which panes to follow.
-        if self.read().topology.is_none() {
-            self.refresh().await?;
-        }
+        // A picture first, to know which panes to follow: Herdr refuses the whole
+        // subscription when one of its panes is gone (it probes each), so a stale list
+        // (a pane that exited, the reason for many a new cycle) would fail every retry.
+        self.refresh().await?;
         let resnapshot_at = Instant::now() + timeouts.resnapshot;
         let mut catch_ups = 0;
         loop {

@@ -90,20 +90,17 @@ impl Shared {
         }
         let pane = str_of(wanted, "pane_id").unwrap_or_default().to_string();
         let status = str_of(wanted, "agent_status").unwrap_or_default().to_string();
-        // Only a change after the wait began counts: the agent's change counter moves.
-        let seq_of = |pane: &str| self.agent_by_target(pane).and_then(|a| a["state_change_seq"].as_u64());
-        let start = seq_of(&pane);
+        // Herdr serves it as a filtered status subscription, whose probe of the pane
+        // already counts: a pane in that status matches at once.
         self.until(params["timeout_ms"].as_u64(), "timed out waiting for event", || {
             let st = self.state.lock().unwrap();
             let Some(p) = st.panes.iter().find(|p| str_of(p, "pane_id") == Some(pane.as_str())) else {
                 return Some(err("pane_not_found", format!("pane {pane} not found")));
             };
-            let agent = st.agents.iter().find(|a| str_of(a, "pane_id") == Some(pane.as_str()))?;
-            let changed = agent["state_change_seq"].as_u64() != start;
-            (changed && str_of(agent, "agent_status") == Some(status.as_str())).then(|| {
+            (str_of(p, "agent_status") == Some(status.as_str())).then(|| {
                 let mut data = json!({"type": "pane_agent_status_changed", "pane_id": pane,
                     "workspace_id": p["workspace_id"], "agent_status": status});
-                if let Some(kind) = agent.get("agent") {
+                if let Some(kind) = p.get("agent") {
                     data["agent"] = kind.clone();
                 }
                 ok(json!({"type": "wait_matched", "event": {"event": "pane_agent_status_changed", "data": data}}))

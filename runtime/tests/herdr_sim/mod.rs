@@ -173,6 +173,29 @@ impl Shared {
         }
     }
 
+    /// Checks the panes of parameterised subscriptions; `Err` names the first unknown
+    /// one. A status subscription filtered on the status its pane already has starts
+    /// with that event, as Herdr's probe does.
+    fn probe_subscriptions(&self, subscriptions: &[Value]) -> Result<Vec<String>, String> {
+        let st = self.state.lock().unwrap();
+        let mut initial = vec![];
+        for sub in subscriptions {
+            let Some(pane_id) = str_of(sub, "pane_id") else { continue };
+            let Some(pane) = st.panes.iter().find(|p| str_of(p, "pane_id") == Some(pane_id)) else {
+                return Err(pane_id.to_string());
+            };
+            let status = str_of(pane, "agent_status").unwrap_or("unknown");
+            if str_of(sub, "type") == Some("pane.agent_status_changed") && str_of(sub, "agent_status") == Some(status) {
+                let mut data = json!({"agent_status": status, "pane_id": pane_id, "workspace_id": pane["workspace_id"]});
+                if let Some(agent) = pane.get("agent") {
+                    data["agent"] = agent.clone();
+                }
+                initial.push(json!({"data": data, "event": "pane.agent_status_changed"}).to_string());
+            }
+        }
+        Ok(initial)
+    }
+
     /// Sets an agent's status the way Herdr does: bump its `state_change_seq`, mirror
     /// the status on its pane, and tell status subscribers.
     fn set_status(&self, pane_id: &str, status: &str) {
@@ -545,20 +568,41 @@ async fn serve_connection(shared: Arc<Shared>, stream: UnixStream) {
     }
     if method == "events.subscribe" {
         let subscriptions = params["subscriptions"].as_array().cloned().unwrap_or_default();
+        // Herdr probes the pane of every parameterised subscription (`pane.get`) when it
+        // sets the stream up: one unknown pane fails the whole request.
+        let initial = match shared.probe_subscriptions(&subscriptions) {
+            Ok(initial) => initial,
+            Err(pane) => {
+                let reply = json!({"id": id, "error": {"code": "pane_not_found", "message": format!("pane {pane} not found")}});
+                let _ = write.write_all(format!("{reply}\n").as_bytes()).await;
+                return;
+            }
+        };
         // Registered before the ack is written: a client that has its ack must
         // get every later event (they queue in the channel until the ack is out).
         let (tx, mut rx) = mpsc::unbounded_channel();
+        for line in initial {
+            let _ = tx.send(line);
+        }
         shared.subscribers.lock().unwrap().push(Subscriber { subscriptions, tx });
         shared.bump();
         let ack = json!({"id": id, "result": {"type": "subscription_started"}});
         if write.write_all(format!("{ack}\n").as_bytes()).await.is_err() {
             return;
         }
-        while let Some(line) = rx.recv().await {
-            if write.write_all(format!("{line}\n").as_bytes()).await.is_err() {
-                break;
+        // Streams until the client hangs up (Herdr notices a closed peer, so does this).
+        let mut sink = [0u8; 64];
+        loop {
+            tokio::select! {
+                line = rx.recv() => match line {
+                    Some(line) if write.write_all(format!("{line}\n").as_bytes()).await.is_ok() => {}
+                    _ => break,
+                },
+                read = reader.read(&mut sink) => if matches!(read, Ok(0) | Err(_)) { break },
             }
         }
+        drop(rx);
+        shared.bump();
         return;
     }
     let reply = match shared.dispatch(method, params).await {
