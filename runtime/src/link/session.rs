@@ -247,17 +247,23 @@ pub async fn run_session(
                         let _ = tx.send(ack.encode());
                     }
                     Frame::Status(s) if s.query == Some(true) => {
-                        let status = Frame::Status(Status {
+                        let mut status = Status {
                             workstation_id: cfg.workstation_id.clone(),
                             boot_id: Some(boot_id.to_string()),
                             runtime: Some(runtime.clone()),
-                            healthy: Some(local.identity().await.is_ok()),
                             active_requests: Some(outbox.running() as u32),
                             link_uptime_ms: Some(started.elapsed().as_millis() as u64),
-                            sent_at_ms: Some(now_ms()),
                             ..Default::default()
+                        };
+                        // Checking a runtime that hangs takes up to its health
+                        // timeout; answered from a task so requests and cancels
+                        // arriving meanwhile are not held up behind it.
+                        let (local, tx) = (local.clone(), tx.clone());
+                        tokio::spawn(async move {
+                            status.healthy = Some(local.identity().await.is_ok());
+                            status.sent_at_ms = Some(now_ms());
+                            let _ = tx.send(Frame::Status(status).encode());
                         });
-                        let _ = tx.send(status.encode());
                     }
                     Frame::HelloAck(_) => {
                         close_ws(&mut ws, close::POLICY, "hello_ack was already received").await;
