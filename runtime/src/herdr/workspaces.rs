@@ -66,12 +66,13 @@ pub async fn merged_workspaces(service: &HerdrService, fallback: &[Workspace]) -
     out
 }
 
-/// Agents whose status is `working` and whose pane works inside `root`.
+/// Agents whose status is `working` (spec §2.4) and whose pane works inside `root`.
 pub fn working_in(t: &Topology, root: &Path) -> Vec<Value> {
     let root = canonical(root);
     t.agents
         .iter()
-        .filter(|a| str_of(a, "agent_status") == Some("working"))
+        // `agent_status` is Herdr's field; `status` counts where a record has only that.
+        .filter(|a| str_of(a, "agent_status").or_else(|| str_of(a, "status")) == Some("working"))
         .filter_map(|a| {
             let pane_id = str_of(a, "pane_id")?;
             let pane = t.pane(pane_id).cloned().unwrap_or_else(|| json!({"pane_id": pane_id}));
@@ -98,5 +99,33 @@ impl WorkspaceSource for HerdrWorkspaces {
                 None => vec![],
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Spec §2.4: an agent counts as working by `agent_status`, or by `status`
+    /// where a record carries only that; any other status does not count.
+    #[test]
+    fn working_is_read_from_agent_status_or_status() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().display().to_string();
+        let snapshot = |agent: Value| {
+            Topology::from_snapshot(&json!({
+                "panes": [{"pane_id": "w1:p1", "workspace_id": "w1", "cwd": cwd}],
+                "agents": [agent],
+            }))
+        };
+        for (agent, working) in [
+            (json!({"pane_id": "w1:p1", "agent": "pi", "agent_status": "working"}), true),
+            (json!({"pane_id": "w1:p1", "agent": "pi", "status": "working"}), true),
+            (json!({"pane_id": "w1:p1", "agent": "pi", "agent_status": "idle", "status": "working"}), false),
+            (json!({"pane_id": "w1:p1", "agent": "pi", "status": "idle"}), false),
+        ] {
+            let found = working_in(&snapshot(agent.clone()), dir.path());
+            assert_eq!(found.len(), usize::from(working), "{agent}: {found:?}");
+        }
     }
 }
