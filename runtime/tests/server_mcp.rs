@@ -537,3 +537,43 @@ async fn handshake_answers_are_one_sse_frame_when_accepted_and_everything_else_i
         assert_eq!(resp.header("content-type"), Some("application/json"), "{body}");
     }
 }
+
+#[tokio::test]
+async fn session_answers_are_framed_as_spec_section_3_says() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let rt = Runtime::start(&[repo.path()], &[]).await;
+    let one_frame = |resp: &common::RawResponse| -> Value {
+        assert_eq!(resp.status, 200, "{}", resp.text());
+        assert_eq!(resp.header("content-type"), Some("text/event-stream"));
+        let text = resp.text();
+        let data = text
+            .strip_prefix("event: message\ndata: ")
+            .and_then(|rest| rest.strip_suffix("\n\n"))
+            .unwrap_or_else(|| panic!("not one SSE frame: {text:?}"));
+        serde_json::from_str(data).expect("the frame's data is the JSON answer")
+    };
+    let resp = rt.raw("POST", "/mcp", &[JSON_TYPE, ACCEPT_BOTH], Some(initialize("2025-06-18", "t").as_bytes())).await;
+    let session = resp.header("mcp-session-id").expect("session id").to_string();
+    assert_eq!(one_frame(&resp)["result"]["protocolVersion"], "2025-06-18");
+
+    let in_session = [JSON_TYPE, ACCEPT_BOTH, ("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-06-18")];
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    let resp = rt.raw("POST", "/mcp", &in_session, Some(initialized.as_bytes())).await;
+    assert_eq!((resp.status, resp.body.len()), (202, 0), "{}", resp.text());
+
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
+    let resp = rt.raw("POST", "/mcp", &in_session, Some(list.as_bytes())).await;
+    assert_eq!(one_frame(&resp)["result"]["tools"], json!(ToolRegistry::standard().catalog()));
+
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "no_such_tool", "arguments": {}}});
+    let ping = json!({"jsonrpc": "2.0", "id": 4, "method": "ping"});
+    let bad = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "x", "arguments": [1]}});
+    for message in [call, ping, bad] {
+        let resp = rt.raw("POST", "/mcp", &in_session, Some(message.to_string().as_bytes())).await;
+        assert_eq!(resp.status, 200, "{message}: {}", resp.text());
+        assert_eq!(resp.header("content-type"), Some("application/json"), "{message}");
+        let answer: Value = serde_json::from_slice(&resp.body).unwrap_or_else(|e| panic!("{message}: {e}: {}", resp.text()));
+        assert_eq!(answer["id"], message["id"], "{answer}");
+        assert!(answer.get("result").is_some() || answer.get("error").is_some(), "{answer}");
+    }
+}

@@ -11,8 +11,11 @@
 //!   JSON, without a session or with a live one (see `discover`);
 //! - a request carrying `Mcp-Session-Id`, or an `initialize` from a client that
 //!   accepts SSE → the session service (normal MCP clients);
-//! - everything else → the stateless service, which answers JSON; `initialize`
-//!   and `tools/list` then go out as one SSE frame to a client accepting SSE.
+//! - everything else → the stateless service.
+//!
+//! Either way the answer leaves as spec §3 frames it (see `framing`): one SSE
+//! frame for `initialize` and `tools/list` when the client accepts SSE, JSON for
+//! everything else, whatever rmcp's service produced.
 //!
 //! rmcp's `Tool` type has no `execution` member, so `tools/list` responses get the
 //! catalog's missing members merged back here; the listed tools then hash exactly
@@ -20,15 +23,12 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
-use std::pin::Pin;
 use std::sync::{Arc, LazyLock};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::Body;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode, header};
-use hyper::body::Frame;
 use http_body_util::{BodyExt, Limited};
 use rmcp::model::ProtocolVersion;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -41,6 +41,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::MAX_BODY_BYTES;
 use super::envelope::{Envelope, LocalAnswer, check_envelope};
+use super::framing;
 use super::jsonrpc::{self, INVALID_REQUEST};
 use super::mcp::{McpHandler, SUPPORTED_PROTOCOL_VERSIONS, ServerState};
 use super::sessions::SpecSessions;
@@ -188,6 +189,8 @@ impl McpEndpoint {
             // meant it.
             parts.headers.insert(header::CONTENT_TYPE, CONTENT_TYPE_JSON);
         }
+        let is_tools_list = envelope.method.as_deref() == Some("tools/list");
+        let frame = (is_initialize || is_tools_list) && accepts_sse(&parts.headers);
         let request = Request::from_parts(parts, Body::from(bytes));
         let response = into_axum(self.inner.session.handle(request).await);
         if !has_session && let Some(id) = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
@@ -199,11 +202,12 @@ impl McpEndpoint {
         if !response.status().is_success() {
             return normalize_error(response).await;
         }
-        if envelope.method.as_deref() == Some("tools/list") {
-            self.complete_tools(response, false).await
-        } else {
-            response
+        // The session service streams every answer as SSE; a notification's 202
+        // has no body to reframe.
+        if !framing::is_event_stream(&response) {
+            return response;
         }
+        self.one_answer(response, is_tools_list, frame).await
     }
 
     /// A request served without a session: rmcp's stateless service answers JSON;
@@ -234,13 +238,8 @@ impl McpEndpoint {
         if !response.status().is_success() {
             return normalize_error(response).await;
         }
-        if is_tools_list {
-            self.complete_tools(response, frame).await
-        } else if frame {
-            as_sse_frame(response).await
-        } else {
-            response
-        }
+        // A tool call's JSON goes out as rmcp wrote it: nothing more on that path.
+        if is_tools_list || frame { self.one_answer(response, is_tools_list, frame).await } else { response }
     }
 
     /// What the endpoint answers without rmcp, once the session checks passed.
@@ -256,40 +255,22 @@ impl McpEndpoint {
         }
     }
 
-    /// Merges catalog members that rmcp's `Tool` cannot carry into a `tools/list`
-    /// response, JSON or SSE.
-    /// `frame` sends a JSON answer on as one SSE frame.
-    async fn complete_tools(&self, response: Response<Body>, frame: bool) -> Response<Body> {
-        let inner = Arc::clone(&self.inner);
-        let is_sse = response
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
-        let (mut parts, body) = response.into_parts();
-        if is_sse {
-            let body = SseRewrite::new(body, move |data: &str| inner.patch_message(data));
-            return Response::from_parts(parts, Body::new(body));
-        }
-        let bytes = match body.collect().await {
-            Ok(collected) => collected.to_bytes(),
-            Err(e) => {
-                return jsonrpc::error_response(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    jsonrpc::INTERNAL_ERROR,
-                    &format!("cannot read tools/list response: {e}"),
-                    None,
-                );
-            }
+    /// The one JSON-RPC answer of `response` (JSON or rmcp's SSE stream), with the
+    /// catalog members rmcp's `Tool` cannot carry merged back into a `tools/list`
+    /// result, sent as one SSE frame (`frame`) or as JSON (spec §3).
+    async fn one_answer(&self, response: Response<Body>, is_tools_list: bool, frame: bool) -> Response<Body> {
+        let (parts, text) = match framing::answer_text(response).await {
+            Ok((parts, Some(text))) => (parts, text),
+            Ok((_, None)) => return internal_error("the session's stream ended without an answer".into()),
+            Err(e) => return internal_error(format!("cannot read the answer: {e}")),
         };
-        let text = String::from_utf8_lossy(&bytes);
-        let patched = inner.patch_message(&text).unwrap_or_else(|| text.into_owned());
-        parts.headers.remove(header::CONTENT_LENGTH);
-        if frame {
-            return sse_frame(parts, &patched);
-        }
-        Response::from_parts(parts, Body::from(patched))
+        let text = if is_tools_list { self.inner.patch_message(&text).unwrap_or(text) } else { text };
+        if frame { framing::sse_frame(parts, &text) } else { framing::json(parts, text) }
     }
+}
+
+fn internal_error(message: String) -> Response<Body> {
+    jsonrpc::error_response(StatusCode::INTERNAL_SERVER_ERROR, jsonrpc::INTERNAL_ERROR, &message, None)
 }
 
 impl Inner {
@@ -362,37 +343,6 @@ fn forget_versions_rmcp_does_not_know(headers: &mut HeaderMap) {
     if unknown {
         headers.remove(&PROTOCOL_VERSION_HEADER);
     }
-}
-
-/// A JSON answer sent on as one SSE frame (spec §3), or passed through when
-/// it is not JSON.
-async fn as_sse_frame(response: Response<Body>) -> Response<Body> {
-    let is_json = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
-    if !is_json {
-        return response;
-    }
-    let (parts, body) = response.into_parts();
-    match body.collect().await {
-        Ok(collected) => sse_frame(parts, &String::from_utf8_lossy(&collected.to_bytes())),
-        Err(e) => jsonrpc::error_response(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            jsonrpc::INTERNAL_ERROR,
-            &format!("cannot read the answer: {e}"),
-            None,
-        ),
-    }
-}
-
-/// `event: message`, the JSON on one `data:` line (serde writes no raw newlines).
-fn sse_frame(mut parts: http::response::Parts, json: &str) -> Response<Body> {
-    parts.headers.remove(header::CONTENT_LENGTH);
-    parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-    parts.headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    Response::from_parts(parts, Body::from(format!("event: message\ndata: {json}\n\n")))
 }
 
 /// What an unknown or ended session gets, the same words as rmcp's refusals
@@ -493,117 +443,4 @@ async fn normalize_error(response: Response<Body>) -> Response<Body> {
         out.headers_mut().insert(header::ALLOW, allow);
     }
     out
-}
-
-/// Rewrites the `data:` of each complete SSE event with `patch` (when it returns
-/// `Some`), passing everything else through; events split across frames are
-/// reassembled first.
-struct SseRewrite<F> {
-    inner: Body,
-    buffer: BytesMut,
-    patch: F,
-    done: bool,
-}
-
-impl<F: Fn(&str) -> Option<String>> SseRewrite<F> {
-    fn new(inner: Body, patch: F) -> Self {
-        SseRewrite { inner, buffer: BytesMut::new(), patch, done: false }
-    }
-
-    /// Splits off the next complete event (through its blank line), if any.
-    fn next_event(&mut self) -> Option<Bytes> {
-        let end = find_event_end(&self.buffer)?;
-        Some(self.buffer.split_to(end).freeze())
-    }
-
-    fn rewrite(&self, event: Bytes) -> Bytes {
-        let Ok(text) = std::str::from_utf8(&event) else { return event };
-        let data: Vec<&str> = text
-            .lines()
-            .filter_map(|line| line.strip_prefix("data:"))
-            .map(|d| d.strip_prefix(' ').unwrap_or(d))
-            .collect();
-        if data.is_empty() {
-            return event;
-        }
-        let Some(patched) = (self.patch)(&data.join("\n")) else { return event };
-        let mut out = String::with_capacity(text.len() + 64);
-        let mut wrote_data = false;
-        for line in text.lines() {
-            if line.starts_with("data:") {
-                if !wrote_data {
-                    out.push_str("data: ");
-                    out.push_str(&patched);
-                    out.push('\n');
-                    wrote_data = true;
-                }
-            } else if !line.is_empty() {
-                out.push_str(line);
-                out.push('\n');
-            }
-        }
-        out.push('\n');
-        Bytes::from(out)
-    }
-}
-
-fn find_event_end(buf: &[u8]) -> Option<usize> {
-    let lf = buf.windows(2).position(|w| w == b"\n\n").map(|p| p + 2);
-    let crlf = buf.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4);
-    match (lf, crlf) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
-impl<F: Fn(&str) -> Option<String> + Unpin> hyper::body::Body for SseRewrite<F> {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        loop {
-            if let Some(event) = self.next_event() {
-                let rewritten = self.rewrite(event);
-                return Poll::Ready(Some(Ok(Frame::data(rewritten))));
-            }
-            if self.done {
-                if self.buffer.is_empty() {
-                    return Poll::Ready(None);
-                }
-                let rest = self.buffer.split().freeze();
-                return Poll::Ready(Some(Ok(Frame::data(rest))));
-            }
-            match Pin::new(&mut self.inner).poll_frame(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(None) => self.done = true,
-                Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(e))),
-                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
-                    Ok(data) => self.buffer.extend_from_slice(&data),
-                    Err(frame) => return Poll::Ready(Some(Ok(frame))),
-                },
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    #[test]
-    fn sse_events_are_reassembled_and_rewritten() {
-        let chunks: Vec<Result<Frame<Bytes>, Infallible>> = vec![
-            Ok(Frame::data(Bytes::from_static(b"id: 0\nretry: 3000\ndata:\n\nid: 1\nda"))),
-            Ok(Frame::data(Bytes::from_static(b"ta: {\"a\":1}\n\n: keep\n\n"))),
-        ];
-        let body = Body::new(http_body_util::StreamBody::new(futures::stream::iter(chunks)));
-        let rewrite = SseRewrite::new(body, |d: &str| {
-            let v: Value = serde_json::from_str(d).ok()?;
-            Some(serde_json::json!({"b": v["a"]}).to_string())
-        });
-        let out = futures::executor::block_on(Body::new(rewrite).collect()).unwrap().to_bytes();
-        assert_eq!(
-            std::str::from_utf8(&out).unwrap(),
-            "id: 0\nretry: 3000\ndata:\n\nid: 1\ndata: {\"b\":1}\n\n: keep\n\n"
-        );
-    }
 }

@@ -7,6 +7,7 @@ mod discover;
 pub mod endpoint;
 mod envelope;
 mod fast_tools_call;
+mod framing;
 pub mod health;
 pub mod jsonrpc;
 pub mod logging;
