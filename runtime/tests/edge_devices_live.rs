@@ -297,3 +297,38 @@ async fn a_pairing_cannot_take_over_a_device_that_is_linked() {
     assert_eq!((r.status, r.json()["recovered_existing"].as_bool()), (200, Some(true)), "{}", r.body);
     assert_eq!(e.devices.verify_link(&ws, &d.device_secret).unwrap_err().code(), "link_auth_failed");
 }
+
+/// Spec §2: `GET /status/<workstation_id>` gives a monitor holding an MCP bearer
+/// one workstation's presence, as its `herdr_devices` row says it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_route_reports_one_workstations_presence_to_a_bearer() {
+    let (e, hub) = InProc::start_registry_linked().await;
+    let d = e.enroll("laptop");
+    let ws = d.device.workstation_id.clone();
+    let (_, tokens, _) = e.tokens().await;
+    let get = |path: String, bearer: Option<String>| {
+        let mut rb = e.http.client.get(format!("{}{path}", e.http.base));
+        if let Some(b) = bearer {
+            rb = rb.header("authorization", format!("Bearer {b}"));
+        }
+        async move {
+            let r = rb.send().await.unwrap();
+            let status = r.status().as_u16();
+            let challenge = r.headers().get("www-authenticate").is_some();
+            (status, challenge, r.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    let (status, _, v) = get(format!("/status/{ws}"), Some(tokens.access.clone())).await;
+    assert_eq!((status, v["ok"].as_bool(), v["connection"].as_str(), v["workstation_id"].as_str()), (200, Some(true), Some("offline"), Some(ws.as_str())), "{v}");
+    let _sock = link(&e, &hub, &ws, &d.device_secret).await;
+    let (_, _, v) = get(format!("/status/{ws}"), Some(tokens.access.clone())).await;
+    assert_eq!((v["connection"].as_str(), v["name"].as_str(), v["runtime_version"].as_str()), (Some("online"), Some("laptop"), Some("9.9.9")), "{v}");
+
+    let (status, _, v) = get("/status/dev_00000000000000000000000000".into(), Some(tokens.access.clone())).await;
+    assert_eq!((status, v["code"].as_str()), (404, Some("device_not_found")), "{v}");
+    // No bearer, or a device secret instead of one: the MCP 401 with its challenge.
+    for bearer in [None, Some(d.device_secret.clone())] {
+        let (status, challenge, _) = get(format!("/status/{ws}"), bearer).await;
+        assert_eq!((status, challenge), (401, true));
+    }
+}

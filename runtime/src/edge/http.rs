@@ -34,6 +34,7 @@ pub fn router_with_links(state: Arc<EdgeState>, links: Option<Arc<super::link_hu
         .merge(super::mcp::routes())
         .merge(super::devices_http::routes())
         .merge(super::connectors_http::routes())
+        .merge(super::status::routes())
         .route("/health", axum::routing::get(super::info::health))
         .route("/info", axum::routing::get(super::info::info))
         .fallback(not_found)

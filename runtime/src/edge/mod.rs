@@ -21,7 +21,8 @@
 //! - [`mcp`]: the stateless `/mcp` endpoint and the [`mcp::WorkstationRouter`] seam.
 //! - [`relay`]: Relay protocol v1 frames; [`link_hub`] (+ `_socket`, `_auth`, `_watch`): the
 //!   workstation links at `/ws/<workstation_id>`; [`forward`] (+ `_route`,
-//!   `_errors`, `_pending`): the real [`mcp::WorkstationRouter`]; [`info`]: `/info`.
+//!   `_errors`, `_pending`): the real [`mcp::WorkstationRouter`]; [`info`]: `/info`;
+//!   [`status`]: `/status/<workstation_id>`.
 //! - [`http`]: the router and the server loop; [`cli`]: `edge` and `connector` commands.
 //! - [`devices`]: the device registry and the link-credential check the link hub
 //!   uses; [`devices_lifecycle`]: suspend, resume, re-key, the link-offered name;
@@ -77,6 +78,7 @@ pub mod mcp;
 pub mod relay;
 pub mod pairing;
 pub mod secrets;
+pub mod status;
 pub mod store;
 pub mod tls;
 pub mod token;
