@@ -273,3 +273,39 @@ async fn get_and_delete_of_a_session_follow_spec_section_3() {
 fn with(session: &str) -> Vec<(&str, &str)> {
     vec![("mcp-session-id", session), ("accept", "text/event-stream")]
 }
+
+/// Opens `GET /mcp` with `headers` and reads until `: connected` (10 s at most);
+/// the response head and what came of the stream.
+async fn read_until_connected(socket: &std::path::Path, headers: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::UnixStream::connect(socket).await.expect("connect");
+    let request = format!("GET /mcp HTTP/1.1\r\nhost: localhost\r\naccept: text/event-stream\r\n{headers}\r\n");
+    stream.write_all(request.as_bytes()).await.expect("write request");
+    let mut seen = Vec::new();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !String::from_utf8_lossy(&seen).contains(": connected") {
+        let mut buf = [0u8; 1024];
+        let Ok(read) = tokio::time::timeout_at(deadline, stream.read(&mut buf)).await else {
+            panic!("no `: connected` within 10 s; got {:?}", String::from_utf8_lossy(&seen));
+        };
+        let n = read.expect("read");
+        assert!(n > 0, "stream closed early: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&seen).into_owned()
+}
+
+#[tokio::test]
+async fn a_sessions_get_is_the_same_keepalive_stream() {
+    let repo = git_repo(&[("a.txt", "a\n")]);
+    let rt = Runtime::start(&[repo.path()], &[]).await;
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let resp = rt.raw("POST", "/mcp", &json_headers(), Some(init.as_bytes())).await;
+    let session = resp.header("mcp-session-id").expect("session id").to_string();
+    let seen = read_until_connected(&rt.socket, &format!("mcp-session-id: {session}\r\n")).await;
+    let head = seen.to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(head.contains("content-type: text/event-stream"), "{head}");
+    let body = &seen[seen.find("\r\n\r\n").expect("end of the head") + 4..];
+    assert!(body.contains(": connected\n\n") && !body.contains("data:"), "only comments: {body:?}");
+}

@@ -139,7 +139,13 @@ impl McpEndpoint {
             if self.inner.names_unknown_session(request.headers()).await {
                 return session_not_found();
             }
-            // GET (server stream) and DELETE (end session) of a session go to rmcp.
+            // GET of a live session: the keep-alive stream of spec §3, as for a
+            // stateless client. rmcp's own stream would carry server-sent
+            // messages, and this server sends none (its catalog never changes).
+            if request.method() == Method::GET {
+                return keepalive_stream(self.inner.shutdown.clone());
+            }
+            // DELETE (end session), and any other method's refusal, are rmcp's.
             return normalize_error(into_axum(self.inner.session.handle(request).await)).await;
         }
         let (mut parts, body) = request.into_parts();
