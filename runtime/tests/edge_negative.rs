@@ -367,9 +367,14 @@ fn cases() -> Vec<Case> {
             let resource = format!("{}/mcp", e.issuer);
             oauth(e.http.post_form("/oauth/token", &[("grant_type","authorization_code"),("client_id",&id),("client_secret","wrong"),("code","hac_x"),("resource",&resource)]).await)
         }),
-        case!("token with grant_type=client_credentials", 400, "unsupported_grant_type", |e| {
+        // client_credentials is only for automation (svc_…) clients (spec §3).
+        case!("token with grant_type=client_credentials from a DCR client", 400, "unauthorized_client", |e| {
             let c = e.client().await;
             oauth(e.http.post_form("/oauth/token", &[("grant_type","client_credentials"),("client_id",&c.id)]).await)
+        }),
+        case!("token with an unknown grant_type", 400, "unsupported_grant_type", |e| {
+            let c = e.client().await;
+            oauth(e.http.post_form("/oauth/token", &[("grant_type","password"),("client_id",&c.id)]).await)
         }),
         case!("token without grant_type", 400, "invalid_request", |e| {
             oauth(e.http.post_form("/oauth/token", &[("client_id","x")]).await)

@@ -1,4 +1,5 @@
-//! `herdr-mcp edge init|pair|serve`; the `connector` commands live in
+//! `herdr-mcp edge init|pair|serve` (and `edge automation`, in
+//! [`super::automation_cli`]); the `connector` commands live in
 //! [`super::connectors_cli`] and are re-exported here.
 
 use std::io::Write;
@@ -52,6 +53,10 @@ pub enum EdgeCommand {
     /// else plain HTTP behind a reverse proxy that terminates TLS. --issuer is always
     /// the public https URL.
     Serve(EdgeServeArgs),
+    /// Create, list, rotate or revoke automation clients: scripts that get
+    /// 1-hour tokens bound to one device (client_credentials).
+    #[command(subcommand)]
+    Automation(super::automation_cli::AutomationCommand),
 }
 
 #[derive(clap::Args, Debug)]
@@ -136,6 +141,7 @@ pub fn run_edge(cmd: EdgeCommand) -> anyhow::Result<()> {
         }
         EdgeCommand::Pair(args) => local_pairing(&args.state.resolve()?, &args.issuer, Some(args.ttl), args.name.as_deref()),
         EdgeCommand::Serve(args) => serve(args),
+        EdgeCommand::Automation(cmd) => super::automation_cli::run_automation(cmd),
     }
 }
 

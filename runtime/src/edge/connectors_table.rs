@@ -8,7 +8,7 @@ use super::connectors::INACTIVE_REASON;
 use super::connectors_inventory::{ConnectorView, Inventory};
 use super::connectors_listing::{OlderList, OlderRow};
 
-fn format_ms(ms: Option<i64>) -> String {
+pub(crate) fn format_ms(ms: Option<i64>) -> String {
     let Some(ms) = ms else { return "-".into() };
     time::OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000)
         .ok()

@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 use super::forward_errors::Failure;
 use super::forward_idem;
 use super::forward_pending::{self, Claim, PendingError};
-use super::forward_route::{resolve, take_selectors, wrap_refs};
+use super::forward_route::{resolve, resolve_bound, take_selectors, wrap_refs};
 use super::link_hub::{LinkHub, Outcome};
 use super::mcp::WorkstationRouter;
 use super::relay::{self, Cancel, DeliveryState, Frame, ToolRequest};
@@ -54,7 +54,7 @@ impl LinkRouter {
         &self.hub
     }
 
-    async fn call(&self, name: &str, arguments: Value) -> Result<Value, Failure> {
+    async fn call(&self, principal: &Principal, name: &str, arguments: Value) -> Result<Value, Failure> {
         let mut args = match arguments {
             Value::Object(m) => m,
             _ => Map::new(),
@@ -65,7 +65,11 @@ impl LinkRouter {
             .authenticator()
             .list_devices()
             .map_err(|e| Failure::new("device_registry_unavailable", e, true, DeliveryState::NotDelivered))?;
-        let route = resolve(&devices, selector.as_deref(), ref_device.as_deref(), |ws| self.hub.link(ws).is_some())?;
+        let online = |ws: &str| self.hub.link(ws).is_some();
+        let route = match principal.device_id.as_deref() {
+            Some(bound) => resolve_bound(&devices, bound, selector.as_deref(), ref_device.as_deref(), online)?,
+            None => resolve(&devices, selector.as_deref(), ref_device.as_deref(), online)?,
+        };
         let ws = route.device.workstation_id.clone();
         let is_read = READ_TOOLS.contains(&name);
         let idempotency_key = args.get("idempotency_key").and_then(Value::as_str).map(str::to_string);
@@ -241,8 +245,8 @@ impl WorkstationRouter for LinkRouter {
         self.hub.device_rows()
     }
 
-    fn forward<'a>(&'a self, _principal: &'a Principal, name: &'a str, arguments: Value) -> BoxFuture<'a, Value> {
-        Box::pin(async move { self.call(name, arguments).await.unwrap_or_else(|f| f.result()) })
+    fn forward<'a>(&'a self, principal: &'a Principal, name: &'a str, arguments: Value) -> BoxFuture<'a, Value> {
+        Box::pin(async move { self.call(principal, name, arguments).await.unwrap_or_else(|f| f.result()) })
     }
 }
 

@@ -30,7 +30,8 @@ enum RefKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Route {
     pub device: DeviceInfo,
-    /// `explicit_device`, `device_ref` or `single_available_device`.
+    /// `explicit_device`, `device_ref`, `single_available_device`, or
+    /// `automation_device` for a token bound to one device.
     pub reason: &'static str,
 }
 
@@ -194,6 +195,32 @@ pub fn resolve(
     }
 }
 
+/// The route of an automation token bound to `bound` (spec §3: the grant is
+/// bound to one device): that device whatever the arguments say; a selector or
+/// ref naming any other is refused, never quietly redirected.
+pub fn resolve_bound(
+    devices: &[DeviceInfo],
+    bound: &str,
+    selector: Option<&str>,
+    ref_device: Option<&str>,
+    online: impl Fn(&str) -> bool,
+) -> Result<Route, Failure> {
+    let not_allowed = |what: &str| {
+        Failure::refused("device_not_allowed", format!("this automation token may only reach device {bound}, not {what}"))
+            .with_details(json!({"bound_device_id": bound}))
+    };
+    if let Some(r) = ref_device.filter(|r| *r != bound) {
+        return Err(not_allowed(r));
+    }
+    match resolve(devices, Some(selector.unwrap_or(bound)), ref_device, online) {
+        Ok(route) if route.device.device_id == bound => Ok(Route { reason: "automation_device", ..route }),
+        Ok(route) => Err(not_allowed(&route.device.device_id)),
+        // The bound device itself is gone or unusable: say so as for anyone.
+        Err(e) if selector.is_none_or(|s| s == bound) => Err(e),
+        Err(_) => Err(not_allowed(selector.unwrap_or_default())),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,6 +250,20 @@ mod tests {
         paused.scheduling = "paused".into();
         assert_eq!(resolve(&[paused], Some("dev_p"), None, all_online).unwrap_err().code, "device_paused");
         assert_eq!(resolve(&[dev("dev_s", "s", "suspended")], Some("s"), None, all_online).unwrap_err().code, "device_suspended");
+    }
+
+    #[test]
+    fn a_bound_token_reaches_only_its_device() {
+        let devs = vec![dev("dev_a", "laptop", "active"), dev("dev_b", "desk", "active"), dev("dev_r", "old", "revoked")];
+        let on = |_: &str| true;
+        let r = resolve_bound(&devs, "dev_a", None, None, on).unwrap();
+        assert_eq!((r.device.device_id.as_str(), r.reason), ("dev_a", "automation_device"));
+        assert_eq!(resolve_bound(&devs, "dev_a", Some("laptop"), None, on).unwrap().device.device_id, "dev_a");
+        for other in ["dev_b", "desk", "nope", "old"] {
+            assert_eq!(resolve_bound(&devs, "dev_a", Some(other), None, on).unwrap_err().code, "device_not_allowed", "{other}");
+        }
+        assert_eq!(resolve_bound(&devs, "dev_a", None, Some("dev_b"), on).unwrap_err().code, "device_not_allowed");
+        assert_eq!(resolve_bound(&devs, "dev_r", None, None, on).unwrap_err().code, "device_revoked");
     }
 
     #[test]

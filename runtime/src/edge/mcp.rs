@@ -81,14 +81,20 @@ const REVOKE_HINT: &str = "To remove a computer, the user runs `herdr-mcp worker
 
 /// The `herdr_devices` answer. An unreadable registry is an error result, never
 /// an empty list: "no devices" would send the user to pair computers they have.
-fn devices_result(router: &dyn WorkstationRouter) -> Value {
+/// An automation token (`bound` to one device) sees only that device.
+fn devices_result(router: &dyn WorkstationRouter, bound: Option<&str>) -> Value {
     match router.devices() {
-        Ok(devices) => tool_ok_result(json!({
-            "ok": true,
-            "devices": devices,
-            "pairing_hint": PAIRING_HINT,
-            "revoke_hint": REVOKE_HINT,
-        })),
+        Ok(mut devices) => {
+            if let Some(b) = bound {
+                devices.retain(|d| d["device_id"] == b);
+            }
+            tool_ok_result(json!({
+                "ok": true,
+                "devices": devices,
+                "pairing_hint": PAIRING_HINT,
+                "revoke_hint": REVOKE_HINT,
+            }))
+        }
         Err(e) => {
             tracing::error!("device registry unreadable: {e}");
             tool_error_result(json!({
@@ -299,7 +305,7 @@ async fn endpoint(State(s): State<Arc<EdgeState>>, method: axum::http::Method, h
                 if args.as_object().is_some_and(|a| !a.is_empty()) {
                     rpc_error(id, -32602, "herdr_devices takes no arguments")
                 } else {
-                    json!({"jsonrpc": "2.0", "id": id, "result": devices_result(s.router.as_ref())})
+                    json!({"jsonrpc": "2.0", "id": id, "result": devices_result(s.router.as_ref(), principal.device_id.as_deref())})
                 }
             } else if public_catalog(s.router.as_ref()).iter().any(|t| t["name"] == name) {
                 let result = s.router.forward(&principal, name, args).await;

@@ -43,6 +43,9 @@
 pub mod approval_page;
 pub mod approval_reject;
 pub mod authorize;
+pub mod automation;
+pub mod automation_cli;
+pub mod automation_grant;
 pub mod cimd;
 pub mod cimd_fetch;
 pub mod cli;

@@ -21,14 +21,14 @@ pub fn routes() -> Router<Arc<EdgeState>> {
 }
 
 async fn status(State(s): State<Arc<EdgeState>>, Path(workstation_id): Path<String>, headers: HeaderMap) -> Response {
-    match bearer(&headers).map(|t| verify_bearer(&s.store, t)) {
-        Some(Ok(Some(_))) => {}
+    let bound = match bearer(&headers).map(|t| verify_bearer(&s.store, t)) {
+        Some(Ok(Some(p))) => p.device_id,
         Some(Err(e)) => {
             tracing::error!("bearer check failed: {e}");
             return json_response(500, json!({"ok": false, "code": "internal_error", "retryable": true}));
         }
         _ => return unauthorized(&s),
-    }
+    };
     let rows = match s.router.devices() {
         Ok(rows) => rows,
         Err(e) => {
@@ -37,7 +37,9 @@ async fn status(State(s): State<Arc<EdgeState>>, Path(workstation_id): Path<Stri
         }
     };
     // A paired device's workstation id is its device id.
-    match rows.into_iter().find(|r| r["device_id"] == workstation_id.as_str()) {
+    // An automation token sees only its own device; any other is "not found".
+    let visible = |r: &Value| bound.as_deref().is_none_or(|b| r["device_id"] == b);
+    match rows.into_iter().find(|r| r["device_id"] == workstation_id.as_str() && visible(r)) {
         Some(Value::Object(mut row)) => {
             row.insert("ok".into(), json!(true));
             row.insert("workstation_id".into(), json!(workstation_id));

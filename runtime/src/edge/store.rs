@@ -210,6 +210,28 @@ const MIGRATIONS: &[&str] = &[
     // 7: when a device's link was last heard (spec §8: persisted at most every
     // 5 minutes), so an offline device still says how long it has been away.
     "ALTER TABLE devices ADD COLUMN last_seen_ms INTEGER;",
+    // 8: automation clients (`svc_…`, spec §5), each bound to one device, with its
+    // secret as a SHA-256 verifier, and their 1-hour access tokens (hashed).
+    "CREATE TABLE automation_clients (
+        client_id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        secret_hash TEXT NOT NULL,
+        principal_type TEXT NOT NULL DEFAULT 'automation',
+        device_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        created_at_ms INTEGER NOT NULL,
+        secret_rotated_at_ms INTEGER,
+        last_token_issued_at_ms INTEGER,
+        revoked_at_ms INTEGER,
+        revoked_by TEXT
+    );
+    CREATE TABLE automation_tokens (
+        token_hash TEXT PRIMARY KEY,
+        client_id TEXT NOT NULL,
+        device_id TEXT NOT NULL,
+        expires_at_ms INTEGER NOT NULL
+    );
+    CREATE INDEX automation_tokens_client ON automation_tokens(client_id);",
 ];
 
 pub struct EdgeStore {

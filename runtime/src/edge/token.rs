@@ -1,4 +1,5 @@
-//! `POST /oauth/token` (authorization_code and refresh_token grants), the
+//! `POST /oauth/token` (authorization_code and refresh_token grants; the
+//! automation clients' client_credentials is [`super::automation_grant`]), the
 //! authorization codes it redeems, and bearer verification for `/mcp`.
 //!
 //! Codes live 5 minutes and are deleted before they are checked, so a failed or
@@ -23,6 +24,7 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use serde_json::json;
 
 use super::authorize::AuthRequest;
+use super::automation::{self, is_automation_client};
 use super::connectors_revoke_client::client_grant_revoked;
 use super::http::{flat_params, internal_error, json_response, oauth_error, read_body};
 use super::secrets::{hash_opaque, pkce_s256_matches, random_b64, same};
@@ -100,14 +102,22 @@ async fn token(State(s): State<Arc<EdgeState>>, headers: HeaderMap, body: Body) 
         Err(m) => return oauth_error(400, "invalid_request", &m),
     };
     let grant_type = match p.get("grant_type").map(String::as_str) {
-        Some(g @ ("authorization_code" | "refresh_token")) => g.to_string(),
-        Some(_) => return oauth_error(400, "unsupported_grant_type", "grant_type must be authorization_code or refresh_token"),
+        Some(g @ ("authorization_code" | "refresh_token" | "client_credentials")) => g.to_string(),
+        Some(_) => {
+            return oauth_error(400, "unsupported_grant_type", "grant_type must be authorization_code, refresh_token or client_credentials");
+        }
         None => return oauth_error(400, "invalid_request", "grant_type is required"),
     };
     let (client_id, secret) = client_credentials(&p, &headers);
     let Some(client_id) = client_id else {
         return oauth_error(401, "invalid_client", "client_id is required");
     };
+    if grant_type == "client_credentials" {
+        return super::automation_grant::grant(&s, &p, &client_id, secret.as_deref());
+    }
+    if is_automation_client(&client_id) {
+        return oauth_error(400, "unauthorized_client", "automation clients (svc_…) may only use grant_type=client_credentials");
+    }
     let client = match super::cimd::resolve_client(&s, &client_id).await {
         Ok(Some(c)) => c,
         Ok(None) => return oauth_error(401, "invalid_client", "unknown client"),
@@ -257,8 +267,12 @@ fn issue_pair(tx: &Transaction<'_>, connector_id: &str, client_id: &str, generat
 /// Who a valid bearer belongs to.
 #[derive(Debug, Clone)]
 pub struct Principal {
+    /// The connector, or for an automation client its `svc_` client id.
     pub connector_id: String,
     pub client_id: String,
+    /// For an automation token (`principal_type:"automation"`), the one device
+    /// it may reach; `None` for a connector, which may reach any device.
+    pub device_id: Option<String>,
 }
 
 /// Checks an access token against the store on every call: it must exist, be
@@ -266,6 +280,10 @@ pub struct Principal {
 /// Also refreshes `last_used_at_ms` when it is older than the throttle.
 pub fn verify_bearer(store: &EdgeStore, token: &str) -> rusqlite::Result<Option<Principal>> {
     let now = store.now_ms();
+    if token.starts_with(automation::TOKEN_PREFIX) {
+        let found = store.read(|tx| automation::verify_token(tx, token, now))?;
+        return Ok(found.map(|(client_id, device_id)| Principal { connector_id: client_id.clone(), client_id, device_id: Some(device_id) }));
+    }
     let found: Option<(String, String, Option<i64>)> = store.read(|tx| {
         tx.query_row(
             "SELECT t.connector_id, t.client_id, c.last_used_at_ms FROM tokens t JOIN connectors c ON c.connector_id = t.connector_id
@@ -282,5 +300,5 @@ pub fn verify_bearer(store: &EdgeStore, token: &str) -> rusqlite::Result<Option<
             tx.execute("UPDATE connectors SET last_used_at_ms = ?2 WHERE connector_id = ?1", params![connector_id, now])
         })?;
     }
-    Ok(Some(Principal { connector_id, client_id }))
+    Ok(Some(Principal { connector_id, client_id, device_id: None }))
 }
