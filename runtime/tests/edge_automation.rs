@@ -228,7 +228,13 @@ async fn automation_client_reaches_only_its_device_until_rotated_or_revoked() {
         .post(format!("{base}/oauth/token"))
         .header("authorization", format!("Basic {basic}"))
         .header("content-type", "application/x-www-form-urlencoded")
-        .body(serde_urlencoded::to_string([("grant_type", "client_credentials"), ("resource", &format!("{base}/mcp"))]).unwrap())
+        .body(
+            serde_urlencoded::to_string([
+                ("grant_type", "client_credentials"),
+                ("resource", &format!("{base}/mcp")),
+            ])
+            .unwrap(),
+        )
         .send()
         .await
         .unwrap();
