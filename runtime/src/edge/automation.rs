@@ -24,6 +24,11 @@ pub const PRINCIPAL_TYPE: &str = "automation";
 pub const ACCESS_TTL_MS: i64 = 3600 * 1000;
 /// Longest client name, as for device names.
 pub const MAX_NAME_CHARS: usize = 64;
+/// Live tokens one client may hold; the next one issued ends the oldest. Each
+/// token request adds a row for an hour, so a script asking in a loop would
+/// otherwise grow the store without bound. 64 covers parallel jobs sharing a
+/// client, each with its own token.
+pub const MAX_LIVE_TOKENS: i64 = 64;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum AutomationError {
@@ -253,6 +258,11 @@ pub fn issue_token(
             "INSERT INTO automation_tokens (token_hash, client_id, device_id, expires_at_ms) VALUES (?1, ?2, ?3, ?4)",
             params![hash_opaque(&token), client_id, device_id, now + ACCESS_TTL_MS],
         )?;
+        tx.execute(
+            "DELETE FROM automation_tokens WHERE client_id = ?1 AND rowid NOT IN
+             (SELECT rowid FROM automation_tokens WHERE client_id = ?1 ORDER BY rowid DESC LIMIT ?2)",
+            params![client_id, MAX_LIVE_TOKENS],
+        )?;
         tx.execute("UPDATE automation_clients SET last_token_issued_at_ms = ?2 WHERE client_id = ?1", params![client_id, now])?;
         Ok(Ok(token))
     })
@@ -272,4 +282,37 @@ pub fn verify_token(
         |r| Ok((r.get(0)?, r.get(1)?)),
     )
     .optional()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::edge::clock::ManualClock;
+    use crate::edge::devices::enroll;
+
+    fn live(store: &EdgeStore, token: &str) -> bool {
+        let now = store.now_ms();
+        store.read(|tx| verify_token(tx, token, now)).unwrap().is_some()
+    }
+
+    #[test]
+    fn a_client_holds_at_most_max_live_tokens_and_the_oldest_goes_first() {
+        let tmp = tempfile::tempdir().unwrap();
+        EdgeStore::init(tmp.path()).unwrap();
+        let store = EdgeStore::open(tmp.path(), Arc::new(ManualClock::new(1_800_000_000_000))).unwrap();
+        let device = store.write(|tx| enroll(tx, Some("ci-box".into()), store.now_ms())).unwrap();
+        let issued = create(&store, "nightly", &device.device.device_id).unwrap();
+        let secret = issued.client_secret;
+        let id = issued.client.client_id;
+        let tokens: Vec<String> =
+            (0..MAX_LIVE_TOKENS).map(|_| issue_token(&store, &id, &secret).unwrap().unwrap()).collect();
+        assert!(tokens.iter().all(|t| live(&store, t)), "all {MAX_LIVE_TOKENS} tokens stay live");
+        let one_more = issue_token(&store, &id, &secret).unwrap().unwrap();
+        assert!(live(&store, &one_more));
+        assert!(!live(&store, &tokens[0]), "the oldest token ends when one more is issued");
+        assert!(tokens[1..].iter().all(|t| live(&store, t)), "only the oldest ends");
+        assert_eq!(list(&store).unwrap()[0].active_access_tokens, MAX_LIVE_TOKENS);
+    }
 }
