@@ -91,7 +91,11 @@ describe('continuity: Herdr agents wake a bound ChatGPT conversation', () => {
     assert.deepEqual(userTurns(stack, chat), [], 'nothing was sent over the draft');
 
     await chat.page.keyboard.press('Enter');
-    const wakes = await waitForWakes(stack, chat, 1);
+    const wakes = await waitForWakes(stack, chat, 1).catch(async (e) => {
+      const s = await continuityState(stack);
+      e.message += `; pending ${JSON.stringify(s.pending)}; deliveries ${JSON.stringify(s.deliveries)}`;
+      throw e;
+    });
     assert.match(wakes[0], /marker-c3/);
     assert.deepEqual(userTurns(stack, chat).map((t) => (t === draft ? 'draft' : 'wake')), ['draft', 'wake'], 'the user\'s message went first, then the wake');
     await until(async () => (await continuityState(stack)).pending.every((w) => w.conv_key !== chat.convKey), { what: 'the pending wake to be gone' });
