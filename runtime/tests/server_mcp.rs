@@ -322,14 +322,10 @@ async fn server_discover_over_tcp_needs_the_bearer() {
 async fn server_discover_inside_a_session_is_json_and_an_unknown_session_is_404() {
     let repo = git_repo(&[("a.txt", "a\n")]);
     let rt = Runtime::start(&[repo.path()], &[]).await;
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
-    let sse = [("content-type", "application/json"), ("accept", "application/json, text/event-stream")];
-    let resp = rt.raw("POST", "/mcp", &sse, Some(init.to_string().as_bytes())).await;
-    let session = resp.header("mcp-session-id").expect("session id").to_string();
+    let session = rt.open_session().await;
     let discover = json!({"jsonrpc": "2.0", "id": 8, "method": "server/discover"}).to_string();
     let with = |user_agent: &'static str, session: &str| {
-        let mut headers: Vec<(&str, String)> = sse.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        let mut headers: Vec<(&str, String)> = [JSON_TYPE, ACCEPT_BOTH].iter().map(|(k, v)| (*k, v.to_string())).collect();
         headers.push(("mcp-session-id", session.to_string()));
         headers.push(("user-agent", user_agent.to_string()));
         headers
@@ -429,8 +425,7 @@ async fn stateless_clients_get_no_session_and_their_session_ids_are_not_checked(
 async fn unserved_methods_are_method_not_found_by_name_and_their_notifications_get_202() {
     let repo = git_repo(&[("a.txt", "a\n")]);
     let rt = Runtime::start(&[repo.path()], &[]).await;
-    let resp = rt.raw("POST", "/mcp", &[JSON_TYPE, ACCEPT_BOTH], Some(initialize("2025-06-18", "t").as_bytes())).await;
-    let session = resp.header("mcp-session-id").expect("session id").to_string();
+    let session = rt.open_session().await;
     let in_session =
         [JSON_TYPE, ACCEPT_BOTH, ("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-06-18")];
     let requests = [

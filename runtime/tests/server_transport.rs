@@ -253,9 +253,7 @@ async fn runtime_generation_header_is_on_every_answer_when_set() {
 async fn get_and_delete_of_a_session_follow_spec_section_3() {
     let repo = git_repo(&[("a.txt", "a\n")]);
     let rt = Runtime::start(&[repo.path()], &[]).await;
-    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-    let resp = rt.raw("POST", "/mcp", &json_headers(), Some(init.as_bytes())).await;
-    let session = resp.header("mcp-session-id").expect("session id").to_string();
+    let session = rt.open_session().await;
 
     // An id this server never issued: 404 for both methods (rmcp alone says 202 to DELETE).
     for method in ["DELETE", "GET"] {
@@ -299,9 +297,7 @@ async fn read_until_connected(socket: &std::path::Path, headers: &str) -> String
 async fn a_sessions_get_is_the_same_keepalive_stream() {
     let repo = git_repo(&[("a.txt", "a\n")]);
     let rt = Runtime::start(&[repo.path()], &[]).await;
-    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-    let resp = rt.raw("POST", "/mcp", &json_headers(), Some(init.as_bytes())).await;
-    let session = resp.header("mcp-session-id").expect("session id").to_string();
+    let session = rt.open_session().await;
     let seen = read_until_connected(&rt.socket, &format!("mcp-session-id: {session}\r\n")).await;
     let head = seen.to_ascii_lowercase();
     assert!(head.starts_with("http/1.1 200"), "{head}");

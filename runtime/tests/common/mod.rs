@@ -170,6 +170,17 @@ impl Runtime {
         raw_unix(&self.socket, method, path, headers, body).await.expect("raw request over the Unix socket")
     }
 
+    /// Opens a streamable-HTTP session over the Unix socket (initialize on 2025-06-18
+    /// from an ordinary client) and returns its `Mcp-Session-Id`.
+    pub async fn open_session(&self) -> String {
+        let init = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+        let headers = [("content-type", "application/json"), ("accept", "application/json, text/event-stream")];
+        let resp = self.raw("POST", "/mcp", &headers, Some(init.to_string().as_bytes())).await;
+        assert_eq!(resp.status, 200, "{}", resp.text());
+        resp.header("mcp-session-id").expect("session id").to_string()
+    }
+
     /// A stateless JSON-RPC POST to `/mcp` over the Unix socket (no initialize, no
     /// session), as the extension sends them.
     pub async fn post_json(&self, message: &Value) -> RawResponse {
