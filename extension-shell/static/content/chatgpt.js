@@ -105,7 +105,12 @@
       return false;
     }
     if (message?.type === 'h2w_composer_probe') {
-      reply(probe());
+      const answer = probe();
+      // A busy composer may make the worker hold a wake back, and the user can empty it
+      // again within one debounce of the observer, which then sees no busy-to-free change
+      // and never sends the cue. What the probe saw counts as a look.
+      if (answer.text !== '' || answer.generating) wasFree = false;
+      reply(answer);
       return false;
     }
     // The conversation's turns, for the handoff (the packet in a reply, the seed's arrival).
