@@ -7,6 +7,7 @@
 //!   `{"tool":` prefix, balanced-brace scan, `JSON.parse` the slice, on the whole text every
 //!   snapshot), with the ratio between them;
 //! - sanitizer throughput on a 5 MB tool result.
+//!
 //! Criterion statistics follow for the same cases.
 
 use std::hint::black_box;
@@ -27,7 +28,7 @@ fn big_reply() -> String {
     let mut out = String::with_capacity(REPLY_BYTES + 4096);
     let mut i = 0u32;
     while out.len() < REPLY_BYTES {
-        if i % 5 == 0 {
+        if i.is_multiple_of(5) {
             out.push_str("Next I write the file and check it — résumé of step {n} follows.\n");
         }
         let content = format!("fn f{i}() {{ let s = \"{{\\\"k\\\": [{i}]}}\"; println!(\"$HOME ü\"); }}\n// \u{1F600} end");
