@@ -8,7 +8,8 @@
 //! - a ChatGPT Project is bound by its Project key and follows the Project's active
 //!   conversation (`active_conv_key`);
 //! - a binding made on a site's new-chat page is *pending*: keyed by the site root, it moves
-//!   once to the first conversation the same tab lands on, and never afterwards.
+//!   once to the first conversation the same tab lands on (on z.ai also any tab, while the
+//!   row's recorded tab URL is the root), and never afterwards.
 //!
 //! Auto (automatic wakes) is a per-conversation flag, off unless switched on.
 
@@ -81,6 +82,17 @@ impl WorkspaceRef {
             _ => Err(BindError::WorkspaceRequired),
         }
     }
+}
+
+/// The site name whose root bindings also follow the first tab to land on a conversation
+/// when their recorded tab URL is the root (spec §5.3; ChatGPT's rule is same tab only).
+const ZAI_SITE: &str = "z.ai";
+
+/// A tab URL as a conversation key: without fragment, query and trailing slashes (the
+/// browser has already normalised scheme and host).
+fn page_key(url: &str) -> &str {
+    let end = url.find(['?', '#']).unwrap_or(url.len());
+    url[..end].trim_end_matches('/')
 }
 
 /// `/a/b/` → `/a/b`; `/` stays `/`.
@@ -416,10 +428,13 @@ impl Bindings {
         changed
     }
 
-    /// Pending root bindings of `tab` move to the conversation or Project the tab landed on,
-    /// unless that scope already has bindings (a migration never merges). The root's Auto
-    /// flag carries over when the target has none, and is removed either way: after this
-    /// there is nothing root-keyed left for this tab, so the move happens once.
+    /// Pending root bindings move to the conversation or Project the tab landed on, unless
+    /// that scope already has bindings (a migration never merges). On ChatGPT only the rows
+    /// of this very tab move; on z.ai also a row whose recorded tab URL is still the root
+    /// (spec §5.3): a tab restored after a browser restart has a new id, and its binding must
+    /// not stay on the root for good. The root's Auto flag carries over when the target has
+    /// none, and is removed either way: after this nothing root-keyed is left, so the move
+    /// happens once.
     fn migrate_pending(&mut self, target: &ConvTarget, tab: &TabRef, now_ms: u64) -> Vec<Moved> {
         let (scope, project_id, active) = match target {
             ConvTarget::PendingRoot { .. } => return Vec::new(),
@@ -435,7 +450,8 @@ impl Bindings {
         let candidates: Vec<String> = self
             .rows
             .values()
-            .filter(|b| b.scope == BindingScope::Pending && b.site == target.site() && b.tab_id == Some(tab.id))
+            .filter(|b| b.scope == BindingScope::Pending && b.site == target.site())
+            .filter(|b| b.tab_id == Some(tab.id) || (b.site == ZAI_SITE && b.tab_url.as_deref().is_some_and(|u| page_key(u) == b.conv_key)))
             .map(|b| b.key.clone())
             .collect();
         let mut moved = Vec::new();
@@ -447,6 +463,7 @@ impl Bindings {
             b.scope = scope;
             b.project_id = project_id.clone();
             b.active_conv_key = active.clone();
+            b.tab_id = Some(tab.id);
             b.tab_url = Some(tab.url.clone());
             b.last_seen_at_ms = now_ms;
             b.key = format!("{new_conv}::{}", b.workspace.key());
@@ -581,8 +598,6 @@ mod tests {
         let mut b = Bindings::default();
         b.bind(&root("z.ai", "https://chat.z.ai"), ws("w1"), None, tab(7, "https://chat.z.ai/"), 1).unwrap();
         b.set_auto("https://chat.z.ai", true);
-        // Another tab landing on a conversation takes nothing.
-        assert!(b.register_page(&zai("https://chat.z.ai/c/X"), &TabRef { id: 8, url: "x".into() }, 2).is_empty());
         let moved = b.register_page(&zai("https://chat.z.ai/c/A"), &TabRef { id: 7, url: "https://chat.z.ai/c/A".into() }, 3);
         assert_eq!(moved, vec![Moved { old_key: "https://chat.z.ai::w1".into(), new_key: "https://chat.z.ai/c/A::w1".into() }]);
         let row = b.get("https://chat.z.ai/c/A::w1").unwrap();
@@ -596,13 +611,37 @@ mod tests {
     }
 
     #[test]
-    fn another_tab_on_the_new_chat_page_does_not_take_a_pending_binding() {
+    fn zai_root_binding_recorded_at_the_root_moves_with_the_tab_that_lands_first() {
+        // Spec §5.3 step 2: a root row whose tab is the sender *or* whose tab URL is the z.ai
+        // root. After a browser restart the bound tab comes back under a new id; without the
+        // second branch its binding would stay on the root for good.
         let mut b = Bindings::default();
         b.bind(&root("z.ai", "https://chat.z.ai"), ws("w1"), None, tab(7, "https://chat.z.ai/"), 1).unwrap();
-        b.register_page(&root("z.ai", "https://chat.z.ai"), &TabRef { id: 8, url: "https://chat.z.ai/".into() }, 2);
+        // Another tab on the new-chat page does not take the row's tab over…
+        b.register_page(&root("z.ai", "https://chat.z.ai"), &TabRef { id: 12, url: "https://chat.z.ai/".into() }, 2);
         assert_eq!(b.get("https://chat.z.ai::w1").unwrap().tab_id, Some(7));
-        assert!(b.register_page(&zai("https://chat.z.ai/c/X"), &TabRef { id: 8, url: "x".into() }, 3).is_empty());
-        assert_eq!(b.register_page(&zai("https://chat.z.ai/c/A"), &TabRef { id: 7, url: "a".into() }, 4).len(), 1);
+        // …but whichever tab lands on a new conversation first takes the row, as the rule says.
+        let landed = TabRef { id: 12, url: "https://chat.z.ai/c/A".into() };
+        assert_eq!(b.register_page(&zai("https://chat.z.ai/c/A"), &landed, 3).len(), 1);
+        let row = b.get("https://chat.z.ai/c/A::w1").unwrap();
+        assert_eq!((row.tab_id, row.tab_url.as_deref(), row.last_seen_at_ms), (Some(12), Some("https://chat.z.ai/c/A"), 3));
+        assert!(b.get("https://chat.z.ai::w1").is_none());
+    }
+
+    #[test]
+    fn a_root_row_whose_tab_left_the_root_is_only_taken_by_that_tab() {
+        let mut b = Bindings::default();
+        b.bind(&root("z.ai", "https://chat.z.ai"), ws("w1"), None, tab(7, "https://chat.z.ai/c/Bound"), 1).unwrap();
+        assert!(b.register_page(&zai("https://chat.z.ai/c/X"), &TabRef { id: 8, url: "https://chat.z.ai/c/X".into() }, 2).is_empty());
+        assert_eq!(b.register_page(&zai("https://chat.z.ai/c/A"), &TabRef { id: 7, url: "https://chat.z.ai/c/A".into() }, 3).len(), 1);
+    }
+
+    #[test]
+    fn chatgpt_pending_rows_move_with_their_own_tab_only_even_when_recorded_at_the_root() {
+        let mut b = Bindings::default();
+        b.bind(&root("chatgpt", "https://chatgpt.com"), ws("w1"), None, tab(5, "https://chatgpt.com/"), 1).unwrap();
+        assert!(b.register_page(&conv("https://chatgpt.com/c/X"), &TabRef { id: 6, url: "https://chatgpt.com/c/X".into() }, 2).is_empty());
+        assert_eq!(b.register_page(&conv("https://chatgpt.com/c/A"), &TabRef { id: 5, url: "https://chatgpt.com/c/A".into() }, 3).len(), 1);
     }
 
     #[test]

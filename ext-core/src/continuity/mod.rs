@@ -24,7 +24,8 @@
 //!   / `ProjectHome` → `Project`, `NewChat` on ChatGPT or z.ai → `PendingRoot`, on DeepSeek
 //!   → `Conversation`), [`WorkspaceRef`] (Herdr workspace id or managed root), [`Binding`],
 //!   [`Bindings`] with bind / unbind / set_auto / list / register_page (pending → first
-//!   `/c/<id>` of the same tab, once; a Project binding follows its tab) /
+//!   `/c/<id>` of the same tab — on z.ai also of any tab while the row's tab URL is the
+//!   root — once; a Project binding follows its tab) /
 //!   set_project_active / move_conversation. Errors are [`BindError`] with `code()`.
 //! - [`wake`]: the per-binding decisions (`round`, `partial`, `exec`; duplicates never
 //!   wake twice; `hello` reconciles a settle missed offline).
