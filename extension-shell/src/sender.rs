@@ -36,7 +36,8 @@ pub fn verify(
     let conv_key = conversation_key(claimed_key).ok_or(ERR_SITE_MISMATCH)?;
     let origin = key_origin(&conv_key).ok_or(ERR_SITE_MISMATCH)?;
     let site = BridgeSite::from_origin(&origin).ok_or(ERR_SITE_MISMATCH)?;
-    if BridgeSite::from_name(claimed_site) != Some(site) {
+    // `msg.site` must be the site's exact wire name (spec §8), not the options page's short id.
+    if claimed_site != site.name() {
         return Err(ERR_SITE_MISMATCH);
     }
     let (Some(tab_id), Some(tab_url)) = (sender.tab_id, sender.tab_url.as_deref()) else {
@@ -75,5 +76,15 @@ mod tests {
         assert_eq!(verify("z.ai", "https://chat.z.ai/c/1", &tab("https://chat.deepseek.com/"), on), Err(ERR_SENDER_MISMATCH));
         assert_eq!(verify("z.ai", "https://chat.z.ai/c/1", &SenderInfo::default(), on), Err(ERR_SENDER_MISMATCH));
         assert_eq!(verify("z.ai", "https://chat.z.ai/c/1", &tab("https://chat.z.ai/c/1"), |_| false), Err(ERR_SITE_DISABLED));
+    }
+
+    #[test]
+    fn the_claimed_site_is_the_exact_wire_name() {
+        // The options page's short ids are not what a content script sends.
+        let on = |_| true;
+        assert_eq!(verify("zai", "https://chat.z.ai/c/1", &tab("https://chat.z.ai/c/1"), on), Err(ERR_SITE_MISMATCH));
+        assert_eq!(verify("Z.AI", "https://chat.z.ai/c/1", &tab("https://chat.z.ai/c/1"), on), Err(ERR_SITE_MISMATCH));
+        assert_eq!(verify("", "https://chat.deepseek.com/a/chat/s/1", &tab("https://chat.deepseek.com/a/chat/s/1"), on), Err(ERR_SITE_MISMATCH));
+        assert!(verify("deepseek", "https://chat.deepseek.com/a/chat/s/1", &tab("https://chat.deepseek.com/a/chat/s/1"), on).is_ok());
     }
 }
