@@ -175,6 +175,9 @@ pub struct ToolCallParser {
     /// Whether the first `{` in the text comes after nothing but whitespace and labels: a
     /// reply that opens like JSON but holds no call is a failed attempt (reference parity).
     first_brace_leads: Option<bool>,
+    /// The same for the first `[`: the reference treats a reply opening with `[` like one
+    /// opening with `{` (spec §1.5), so `[1, 2]` alone is a botched call, not an answer.
+    first_bracket_leads: Option<bool>,
     /// Number of times a snapshot did not extend the previous one and the scan restarted.
     restarts: u64,
 }
@@ -267,16 +270,23 @@ impl ToolCallParser {
     /// Current classification of the text seen so far.
     pub fn state(&self) -> ReplyState {
         let leads = self.first_candidate_leads == Some(true);
+        // Every finished candidate counts as a call, a problem or a non-call value, so an open
+        // value with none of those before it is the first candidate. Only that one can be the
+        // JSON a reply opens with; a later unclosed non-call value (prose such as `{"key": 1`
+        // after the calls) does not hold the calls back, as in the reference, which only
+        // looks at objects opening with `"tool"`.
+        let open_is_first = self.calls.is_empty() && self.problems.is_empty() && self.non_call_values == 0;
         match self.mode.0 {
             Mode::Probe { .. } => return ReplyState::Incomplete,
-            Mode::Value { .. } if self.scan.maybe_call() || leads => return ReplyState::Incomplete,
+            Mode::Value { .. } if self.scan.maybe_call() || (leads && open_is_first) => return ReplyState::Incomplete,
             _ => {}
         }
+        let opens_like_json = self.first_brace_leads == Some(true) || self.first_bracket_leads == Some(true);
         if !self.problems.is_empty() {
             ReplyState::Malformed
         } else if !self.calls.is_empty() {
             ReplyState::Complete
-        } else if (self.non_call_values > 0 && leads) || self.first_brace_leads == Some(true) {
+        } else if (self.non_call_values > 0 && leads) || opens_like_json {
             ReplyState::Malformed
         } else {
             ReplyState::None
@@ -357,6 +367,9 @@ impl ToolCallParser {
                 return i + 1;
             }
             if b == b'[' {
+                if self.first_bracket_leads.is_none() {
+                    self.first_bracket_leads = Some(only_labels(&self.text[..i]));
+                }
                 self.mode.0 = Mode::Probe { start: i, opener: Opener::Array };
                 return i + 1;
             }

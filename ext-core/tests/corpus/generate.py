@@ -187,6 +187,10 @@ add("deep_nesting_over_parser_limit", '{"tool":"herdr_call","args":{"x":' + "[" 
 for i, text in enumerate(['{"status":"x"}', '  {"answer": 42}  ', "json\n{\"result\": [1,2]}", '[{"a":1},{"b":2}]',
                           '```json\n{"summary": "done"}\n```', '{}']):
     add(f"only_noncall_json_{i}", text, "malformed")
+# A reply opening with `[` is treated like one opening with `{` (spec §1.5: "malformed if it then
+# starts with [ or {"), whether or not what follows parses.
+for i, text in enumerate(["[1, 2, 3]", '["herdr_inspect", {}]', "```json\n[1,2]\n```", "json\n[]", "[Note] The build passed."]):
+    add(f"leading_bracket_{i}", text, "malformed")
 
 # 13. Truncated streams: cuts inside the last call are incomplete; cuts between calls complete.
 stream_calls = SAMPLES[7:10]
@@ -210,6 +214,10 @@ add("truncated_after_escape", '{"tool":"herdr_exec","args":{"command":"echo \\',
 add("truncated_array", '[{"tool":"herdr_inspect","args":{}},', "incomplete")
 add("truncated_openai", '{"name":"herdr_git","argu', "incomplete")
 add("truncated_after_complete_and_prose", canon(*SAMPLES[0]) + '\nnow {"tool":"herdr_fs_li', "incomplete")
+# An unclosed value after the calls that is plainly not a call is prose: the calls stand (the
+# reference only scans objects that open with "tool").
+add("unclosed_noncall_after_call", canon(*SAMPLES[0]) + '\nThen I look for {"key": 1', "complete", [SAMPLES[0]])
+add("unclosed_noncall_array_after_call", canon(*SAMPLES[4]) + '\nand [{"a": 1}, ', "complete", [SAMPLES[4]])
 
 # 14. Hostile strings.
 hostile = [
