@@ -66,12 +66,12 @@ impl RuntimeClient {
     async fn connect(&self) -> Result<(hyper::client::conn::http1::SendRequest<Full<Bytes>>, Connection), HostError> {
         let stream = UnixStream::connect(&self.socket).await.map_err(|e| {
             HostError::new(
-                ErrorCode::RuntimeUnavailable,
+                ErrorCode::ExtensionIpcUnavailable,
                 format!("cannot reach the herdr-mcp runtime at {}: {e}", self.socket.display()),
             )
         })?;
         let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(|e| {
-            HostError::new(ErrorCode::RuntimeUnavailable, format!("HTTP handshake with the runtime failed: {e}"))
+            HostError::new(ErrorCode::ExtensionIpcUnavailable, format!("HTTP handshake with the runtime failed: {e}"))
         })?;
         let driver = tokio::spawn(async move {
             if let Err(e) = conn.await {

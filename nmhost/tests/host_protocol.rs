@@ -210,16 +210,16 @@ async fn a_cancelled_request_never_answers() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn runtime_down_answers_runtime_unavailable_and_the_port_recovers_when_it_starts() {
+async fn runtime_down_answers_extension_ipc_unavailable_and_the_port_recovers_when_it_starts() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("extension.sock");
     let mut host = Host::spawn(PINNED_ORIGIN, &socket);
     host.send(&post("a", "/mcp", "{}")).await;
     let r = host.recv().await;
-    assert_eq!((r["id"].as_str(), r["ok"].as_bool(), r["error"].as_str()), (Some("a"), Some(false), Some("runtime_unavailable")));
+    assert_eq!((r["id"].as_str(), r["ok"].as_bool(), r["error"].as_str()), (Some("a"), Some(false), Some("extension_ipc_unavailable")));
     host.send(&json!({"type":"stream","id":"s","path":"/push/events"})).await;
     let r = host.recv().await;
-    assert_eq!((r["type"].as_str(), r["error"].as_str()), (Some("stream_error"), Some("runtime_unavailable")));
+    assert_eq!((r["type"].as_str(), r["error"].as_str()), (Some("stream_error"), Some("extension_ipc_unavailable")));
     host.send(&json!({"type":"identity","id":"i"})).await;
     let r = host.recv().await;
     assert_eq!(r["runtime_available"], false);

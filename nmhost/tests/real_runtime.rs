@@ -85,7 +85,7 @@ async fn tools_list_and_fs_read_through_the_host() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_runtime_going_away_turns_into_runtime_unavailable() {
+async fn the_runtime_going_away_turns_into_extension_ipc_unavailable() {
     let Some(runtime) = start_runtime() else { return };
     let socket = runtime.socket.clone();
     let mut host = Host::spawn(PINNED_ORIGIN, &socket);
@@ -94,6 +94,6 @@ async fn the_runtime_going_away_turns_into_runtime_unavailable() {
     drop(runtime);
     host.send(&json!({"type":"request","id":"down","path":"/health"})).await;
     let r = host.recv().await;
-    assert_eq!((r["id"].as_str(), r["error"].as_str()), (Some("down"), Some("runtime_unavailable")), "{r}");
+    assert_eq!((r["id"].as_str(), r["error"].as_str()), (Some("down"), Some("extension_ipc_unavailable")), "{r}");
     assert!(host.still_running());
 }
