@@ -50,6 +50,14 @@ pub fn normalise(text: &str) -> String {
     text.replace('\u{200b}', "").split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// ChatGPT's editor takes a moment to take in an inserted text before Send picks it up, the
+/// longer the text the longer (spec §7.5): 350 ms plus 50 ms per 40 characters, at most
+/// 1200 ms. Characters are UTF-16 units, as the page counts them.
+pub fn chatgpt_settle_before_send_ms(text: &str) -> u64 {
+    let units = text.encode_utf16().count() as u64;
+    (350 + units / 40 * 50).min(1_200)
+}
+
 /// Why a delivery does not start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -385,6 +393,17 @@ mod tests {
         g.begin(1, &same, 1_000 + DEDUPE_WINDOW_MS).unwrap();
         assert_eq!(g.begin(2, &wake("c", " \u{200b} "), 0), Err(Blocked::EmptyTemplate));
         assert_eq!(Blocked::Dedupe.code(), "dedupe");
+    }
+
+    #[test]
+    fn chatgpt_waits_longer_before_send_for_longer_wakes_up_to_1200_ms() {
+        let wait = |units: usize| chatgpt_settle_before_send_ms(&"x".repeat(units));
+        assert_eq!((wait(0), wait(39)), (350, 350));
+        assert_eq!((wait(40), wait(79), wait(80)), (400, 400, 450));
+        assert_eq!((wait(679), wait(680), wait(4_000)), (1_150, 1_200, 1_200));
+        // Counted as the page counts text (UTF-16 units): 20 emoji are 40 units.
+        assert_eq!(chatgpt_settle_before_send_ms(&"😀".repeat(20)), 400);
+        assert_eq!(chatgpt_settle_before_send_ms(&"日".repeat(40)), 400);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! confirms it took it (composer cleared or a new user turn). Any refusal comes back as
 //! `{ok:false, error}` and the guard parks the wake as pending.
 
-use ext_core::continuity::delivery_guard::{ComposerAction, composer_decision, normalise as norm};
+use ext_core::continuity::delivery_guard::{ComposerAction, chatgpt_settle_before_send_ms, composer_decision, normalise as norm};
 use ext_core::continuity::push_event::Hello;
 use serde_json::{Value, json};
 
@@ -18,8 +18,6 @@ use crate::continuity_page::{chatgpt_composer_selector, shown_conversation};
 /// Checks that the inserted text is in the composer: attempts × interval.
 pub const VERIFY_POLLS: u32 = 10;
 pub const VERIFY_INTERVAL_MS: u64 = 200;
-/// Lets the editor's state catch up between insert and Send.
-pub const SETTLE_BEFORE_SEND_MS: u64 = 350;
 pub const PUSH_STATE_TIMEOUT_MS: u64 = 4_000;
 
 pub async fn sleep(ms: u64) {
@@ -136,7 +134,8 @@ pub async fn attempt(tab: i32, conv: &str, text: &str, last_failed: Option<&str>
         if !present {
             return refusal("insert-failed");
         }
-        sleep(SETTLE_BEFORE_SEND_MS).await;
+        // The editor's state catches up between insert and Send, longer for a longer text.
+        sleep(chatgpt_settle_before_send_ms(text)).await;
     }
     let sent = ask_tab(tab, json!({ "type": "h2w_wake_submit", "text": text })).await;
     if sent.get("ok") == Some(&Value::Bool(true)) {
