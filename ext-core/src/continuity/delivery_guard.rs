@@ -58,6 +58,33 @@ pub fn chatgpt_settle_before_send_ms(text: &str) -> u64 {
     (350 + units / 40 * 50).min(1_200)
 }
 
+/// What set a delivery off; it decides which gates of spec §7.5 apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trigger {
+    /// Decided from an event or a tick.
+    Automatic,
+    /// A held-back wake tried again because the composer became free.
+    Retry,
+    /// The user pressed "send now".
+    Manual,
+}
+
+impl Trigger {
+    /// Auto off means the extension sends nothing by itself; the user's own "send now" is
+    /// not automation.
+    pub fn needs_auto(self) -> bool {
+        self != Trigger::Manual
+    }
+
+    /// Every wake the extension sends by itself first needs a fresh OK `/push/state`
+    /// (`automationRuntimeGate`, spec §7.1): with the runtime gone, automation pauses, also
+    /// for a wake decided while it still answered.
+    pub fn needs_runtime_gate(self) -> bool {
+        self != Trigger::Manual
+    }
+}
+
 /// Why a delivery does not start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -404,6 +431,14 @@ mod tests {
         // Counted as the page counts text (UTF-16 units): 20 emoji are 40 units.
         assert_eq!(chatgpt_settle_before_send_ms(&"😀".repeat(20)), 400);
         assert_eq!(chatgpt_settle_before_send_ms(&"日".repeat(40)), 400);
+    }
+
+    #[test]
+    fn only_the_users_send_now_skips_the_auto_and_runtime_gates() {
+        for t in [Trigger::Automatic, Trigger::Retry] {
+            assert!(t.needs_auto() && t.needs_runtime_gate(), "{t:?}: the extension sends it on its own");
+        }
+        assert!(!Trigger::Manual.needs_auto() && !Trigger::Manual.needs_runtime_gate());
     }
 
     #[test]

@@ -41,7 +41,7 @@ use ext_core::continuity::{
     Blocked, BindingView, Continuity, ContinuityAction, DeliveryGuard, DeliveryOutcome, Lang, PendingReason, ProgressSettings, PushEvent, Settings,
     TabRef, Wake, WorkspaceRef,
 };
-use ext_core::continuity::delivery_guard::STATE_NOT_SAVED;
+use ext_core::continuity::delivery_guard::{STATE_NOT_SAVED, Trigger};
 use ext_core::continuity::progress::{COOLDOWN_FIELD, DEFAULT_COOLDOWN_SEC, DEFAULT_TICK_SEC, MAX_SETTING_SEC, TICK_FIELD};
 use serde_json::{Map, Value, json};
 
@@ -296,16 +296,6 @@ pub async fn save_settings(message: &Value) -> Value {
     json!({ "ok": true, "settings": stored })
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Trigger {
-    /// Produced by an event; needs Auto and a fresh runtime check.
-    Automatic,
-    /// A held-back wake retried because the composer became free; needs Auto.
-    Retry,
-    /// The user pressed "send now".
-    Manual,
-}
-
 fn auto_on(conv_key_of_binding: &str) -> bool {
     STATE.with(|s| s.borrow().core.bindings().auto(conv_key_of_binding))
 }
@@ -322,7 +312,7 @@ async fn deliver_wake(wake: Wake, trigger: Trigger) -> Value {
         forget(&wake.id);
         return json!({ "ok": false, "error": "not-found" });
     };
-    if trigger != Trigger::Manual && !auto_on(&binding.conv_key) {
+    if trigger.needs_auto() && !auto_on(&binding.conv_key) {
         // Nothing is ever sent automatically while Auto is off.
         forget(&wake.id);
         return json!({ "ok": false, "error": "disabled" });
@@ -334,7 +324,7 @@ async fn deliver_wake(wake: Wake, trigger: Trigger) -> Value {
         park(PendingReason::Failed("handoff_active".into()));
         return finish_log(&wake, trigger, json!({ "ok": false, "error": "handoff_active" }));
     }
-    if trigger == Trigger::Automatic && !delivery::runtime_gate().await {
+    if trigger.needs_runtime_gate() && !delivery::runtime_gate().await {
         park(PendingReason::Failed("local_runtime_unavailable".into()));
         return finish_log(&wake, trigger, json!({ "ok": false, "error": "local_runtime_unavailable" }));
     }
