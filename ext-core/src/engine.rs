@@ -132,10 +132,25 @@ pub enum Command {
     Stop { task: TaskId, reason: StopReason, message: String },
 }
 
+/// Read-only tools whose identical repeat right after itself in one reply is not sent again:
+/// the repeat shares the first call's answer (spec §1.7, `runJsonBridgeBatch`).
+pub const SHARED_READ_TOOLS: [&str; 8] = [
+    "herdr_inspect",
+    "herdr_since",
+    "herdr_fs_read",
+    "herdr_fs_list",
+    "herdr_fs_grep",
+    "herdr_fs_image",
+    "herdr_methods",
+    "herdr_skill",
+];
+
 #[derive(Debug, Clone)]
 enum SlotState {
     Queued { tool: String, args: Value },
     Running { call_id: String, tool: String },
+    /// A repeated read: takes the row of the slot at this position once that one is done.
+    SameAs(usize),
     Done(ResultRow),
 }
 
@@ -347,11 +362,15 @@ impl Engine {
 
     fn start_calls(&mut self, message_id: String, outcome: ParseOutcome, now: u64, out: &mut Vec<Command>) {
         let Some(task) = &mut self.task else { return };
-        let slots = validate_calls(&outcome.calls, &task.catalog)
+        let checked = validate_calls(&outcome.calls, &task.catalog);
+        let repeats = repeated_reads(&checked);
+        let slots = checked
             .into_iter()
-            .map(|checked| match checked {
-                Checked::Refused(r) => Slot { index: r.index, state: SlotState::Done(ResultRow::failure(r.index, &r.tool, r.error, &r.detail)) },
-                Checked::Run(call) => {
+            .zip(repeats)
+            .map(|pair| match pair {
+                (Checked::Refused(r), _) => Slot { index: r.index, state: SlotState::Done(ResultRow::failure(r.index, &r.tool, r.error, &r.detail)) },
+                (Checked::Run(call), Some(of)) => Slot { index: call.index, state: SlotState::SameAs(of) },
+                (Checked::Run(call), None) => {
                     let id = CallIdentity { conv_key: &self.conv_key, message_id: &message_id, index: call.index, tool: &call.tool, args: &call.args };
                     let state = match self.journal.plan(&fingerprint(&id)) {
                         Plan::Run => SlotState::Queued { tool: call.tool.clone(), args: call.args.clone() },
@@ -397,6 +416,7 @@ impl Engine {
             self.in_flight.insert(call_id.clone(), InFlight { task: task.id, fingerprint: entry.fingerprint, deadline_ms: now + call_timeout });
             slot.state = SlotState::Running { call_id, tool: tool.clone() };
         }
+        share_rows(slots);
         let queued = slots.iter().filter(|s| matches!(s.state, SlotState::Queued { .. })).count();
         let done = slots.iter().filter(|s| matches!(s.state, SlotState::Done(_))).count();
         let running_now = slots.len() - queued - done;
@@ -530,6 +550,36 @@ impl Engine {
         let mut parser = ToolCallParser::new();
         parser.feed(&last.text, true);
         self.on_reply(message_id, parser.outcome(), now, out);
+    }
+}
+
+/// For each call, the position of the call it repeats: a read tool called with the same
+/// arguments as the call right before it (itself possibly a repeat). Only back-to-back repeats
+/// share, so a read after a write in the same reply always runs.
+fn repeated_reads(checked: &[Checked]) -> Vec<Option<usize>> {
+    let mut out: Vec<Option<usize>> = Vec::with_capacity(checked.len());
+    for (i, call) in checked.iter().enumerate() {
+        let repeat = match (i.checked_sub(1).map(|p| &checked[p]), call) {
+            (Some(Checked::Run(prev)), Checked::Run(this))
+                if SHARED_READ_TOOLS.contains(&this.tool.as_str()) && prev.tool == this.tool && prev.args == this.args =>
+            {
+                Some(out[i - 1].unwrap_or(i - 1))
+            }
+            _ => None,
+        };
+        out.push(repeat);
+    }
+    out
+}
+
+/// Gives every repeat whose original is done that original's row under its own index.
+fn share_rows(slots: &mut [Slot]) {
+    for i in 0..slots.len() {
+        let SlotState::SameAs(of) = slots[i].state else { continue };
+        if let Some(SlotState::Done(row)) = slots.get(of).map(|s| &s.state) {
+            let row = ResultRow { index: slots[i].index, ..row.clone() };
+            slots[i].state = SlotState::Done(row);
+        }
     }
 }
 

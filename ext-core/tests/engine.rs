@@ -345,3 +345,46 @@ fn unbridged_submit_and_stale_reply_and_send_failure() {
     s.apply(Event::SendFailed { detail: "composer missing".into(), now_ms: 2 });
     assert_eq!(s.stops.last().map(|x| x.1), Some(StopReason::SubmitFailed));
 }
+
+#[test]
+fn a_read_repeated_back_to_back_runs_once_and_every_repeat_gets_its_answer() {
+    let mut s = Shell::new(EngineConfig::default());
+    s.submit("x");
+    let read_a = call_line("herdr_fs_read", json!({"path": "a"}));
+    let write_a = call_line("herdr_fs_write", json!({"path": "a"}));
+    let reply = [
+        read_a.clone(),
+        read_a.clone(),
+        read_a.clone(),
+        call_line("herdr_fs_read", json!({"path": "b"})),
+        write_a.clone(),
+        write_a,
+        read_a,
+    ]
+    .join("\n");
+    s.reply(&reply);
+    let mut executed = Vec::new();
+    while !s.running.is_empty() {
+        let call = s.running[0].clone();
+        executed.push((call.tool.clone(), call.args["path"].clone()));
+        let result = json!({"content": [{"type": "text", "text": format!("{} #{}", call.tool, executed.len())}]});
+        s.answer_next(CallReply::Ok { result });
+    }
+    let paths: Vec<String> = executed.iter().map(|(t, p)| format!("{t} {}", p.as_str().unwrap())).collect();
+    assert_eq!(
+        paths,
+        ["herdr_fs_read a", "herdr_fs_read b", "herdr_fs_write a", "herdr_fs_write a", "herdr_fs_read a"],
+        "the two repeats of the first read are not sent; writes always run, and so does a read after a write"
+    );
+    let at = wake_at(s.log.iter().rev().take(3).cloned().collect::<Vec<_>>().as_slice()).unwrap();
+    s.tick_at(at);
+    let rows = rows_of(&s.last_sent().1);
+    assert_eq!(rows.len(), 7);
+    assert_eq!(rows.iter().map(|r| r["index"].as_u64().unwrap()).collect::<Vec<_>>(), (1..=7).collect::<Vec<_>>());
+    for repeat in &rows[1..3] {
+        assert_eq!(repeat["tool"], "herdr_fs_read");
+        assert_eq!(repeat["result"], rows[0]["result"], "a repeat shares the first answer");
+    }
+    assert_ne!(rows[6]["result"], rows[0]["result"], "the read after the writes ran on its own");
+    assert_eq!(s.engine.journal().entries().len(), 5, "only calls that were sent are journaled");
+}
