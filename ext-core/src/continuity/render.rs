@@ -78,15 +78,15 @@ pub fn default_template(kind: WakeKind, lang: Lang) -> &'static str {
     match (lang, kind) {
         (En, Round) => "[Herdr update] Workspace {workspace_label}: all agents have stopped. The last one was {agent} in pane {pane}, now {status}.\n\nWhat {pane} printed last:\n{output}\n\n{roster}\n\n{idle_hint}\n\nLook at these results and pick the next step. Reading files or running a quick command is preferred over starting another expensive model run.",
         (En, Partial) => "[Herdr update] Workspace {workspace_label}: {agent} in pane {pane} stopped ({status}), and {working_count} other agent(s) are still busy. This is only part of the round.\n\nWhat {pane} printed last:\n{output}\n\n{roster}\n\n{idle_hint}\n\nUse what is ready now; another update follows when the rest stop.",
-        (En, Progress) => "[Herdr update] Workspace {workspace_label}: progress report, {working_count} agent(s) still working. Latest from {agent} in pane {pane}:\n{output}\n\n{roster}\n\nNothing needs doing unless this looks off track.",
+        (En, Progress) => "[Herdr update] Workspace {workspace_label}: progress report, {working_count} agent(s) still working. Latest from {agent} in pane {pane}:\n{output}\n\n{roster}\n\n{idle_hint}\n\nThe working agents need nothing from you unless this looks off track.",
         (En, Exec) => "[Herdr update] Command session {agent} in {pane} (workspace {workspace_label}) has finished: {status}.\n\n{output}\n\nRead its output with the exec tools if you need it, then carry on.",
         (Zh, Round) => "[Herdr 进展] 工作区 {workspace_label}：所有 agent 都已停下。最后停下的是窗格 {pane} 中的 {agent}，状态 {status}。\n\n{pane} 最近的输出：\n{output}\n\n{roster}\n\n{idle_hint}\n\n请查看这些结果并决定下一步。优先读取文件或运行简短命令，而不是再启动一次昂贵的模型任务。",
         (Zh, Partial) => "[Herdr 进展] 工作区 {workspace_label}：窗格 {pane} 中的 {agent} 已停下（{status}），另有 {working_count} 个 agent 仍在工作。这只是本轮的一部分结果。\n\n{pane} 最近的输出：\n{output}\n\n{roster}\n\n{idle_hint}\n\n可以先处理已完成的部分；其余 agent 停下后会再通知。",
-        (Zh, Progress) => "[Herdr 进展] 工作区 {workspace_label}：进度报告，仍有 {working_count} 个 agent 在工作。窗格 {pane} 中 {agent} 的最新输出：\n{output}\n\n{roster}\n\n如无异常，无需操作。",
+        (Zh, Progress) => "[Herdr 进展] 工作区 {workspace_label}：进度报告，仍有 {working_count} 个 agent 在工作。窗格 {pane} 中 {agent} 的最新输出：\n{output}\n\n{roster}\n\n{idle_hint}\n\n如无异常，正在工作的 agent 无需操作。",
         (Zh, Exec) => "[Herdr 进展] 命令会话 {agent}（{pane}，工作区 {workspace_label}）已结束：{status}。\n\n{output}\n\n如需查看输出，请用 exec 工具读取，然后继续。",
         (Ja, Round) => "[Herdr 報告] ワークスペース {workspace_label}：すべてのエージェントが停止しました。最後はペイン {pane} の {agent} で、状態は {status} です。\n\n{pane} の直近の出力：\n{output}\n\n{roster}\n\n{idle_hint}\n\n結果を確認して次の手順を決めてください。高価なモデル実行を増やすより、ファイルの確認や短いコマンドを優先してください。",
         (Ja, Partial) => "[Herdr 報告] ワークスペース {workspace_label}：ペイン {pane} の {agent} が停止しました（{status}）。ほかに {working_count} 個のエージェントがまだ作業中で、これはラウンドの一部です。\n\n{pane} の直近の出力：\n{output}\n\n{roster}\n\n{idle_hint}\n\n準備できた分から進めてください。残りが止まったら改めて知らせます。",
-        (Ja, Progress) => "[Herdr 報告] ワークスペース {workspace_label}：途中経過です。{working_count} 個のエージェントが作業中です。ペイン {pane} の {agent} の最新出力：\n{output}\n\n{roster}\n\n問題がなければ対応は不要です。",
+        (Ja, Progress) => "[Herdr 報告] ワークスペース {workspace_label}：途中経過です。{working_count} 個のエージェントが作業中です。ペイン {pane} の {agent} の最新出力：\n{output}\n\n{roster}\n\n{idle_hint}\n\n問題がなければ、作業中のエージェントへの対応は不要です。",
         (Ja, Exec) => "[Herdr 報告] コマンドセッション {agent}（{pane}、ワークスペース {workspace_label}）が終了しました：{status}。\n\n{output}\n\n必要なら exec ツールで出力を読み、作業を続けてください。",
     }
 }
@@ -126,7 +126,7 @@ pub fn render(kind: WakeKind, lang: Lang, custom: Option<&str>, facts: &WakeFact
     }
     let with_roster = matches!(kind, WakeKind::Round | WakeKind::Partial | WakeKind::Progress);
     let roster = if with_roster { roster(lang, facts) } else { String::new() };
-    let idle_hint = if matches!(kind, WakeKind::Round | WakeKind::Partial) { idle_hint(lang, &facts.agents) } else { String::new() };
+    let idle_hint = if with_roster { idle_hint(lang, &facts.agents) } else { String::new() };
     if with_roster && !template.contains("{roster}") {
         template.push_str("\n\n{roster}");
     }
@@ -346,6 +346,21 @@ mod tests {
         assert!(partial.contains("- w1:p1 · claude · done ← focus"), "{partial}");
         assert!(partial.contains("1 pane(s) are idle"), "{partial}");
         assert!(partial.contains("cwd: ~/src/app"), "{partial}");
+    }
+
+    #[test]
+    fn progress_wakes_carry_the_idle_hint_like_rounds_and_partials() {
+        for lang in [Lang::En, Lang::Zh, Lang::Ja] {
+            let hint = idle_hint(lang, &facts().agents);
+            assert!(!hint.is_empty());
+            for kind in [WakeKind::Round, WakeKind::Partial, WakeKind::Progress] {
+                assert!(render(kind, lang, None, &facts()).contains(&hint), "{lang:?} {kind:?}");
+            }
+            assert!(!render(WakeKind::Exec, lang, None, &facts()).contains(&hint), "{lang:?} exec has no roster");
+        }
+        let mut all_working = facts();
+        all_working.agents.retain(|a| a.is_working());
+        assert!(!render(WakeKind::Progress, Lang::En, None, &all_working).contains("idle"));
     }
 
     #[test]
