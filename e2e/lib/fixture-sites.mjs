@@ -66,6 +66,9 @@ export class ConversationStore extends EventEmitter {
     /// Sites whose pages loaded from now on hang on send: nothing is taken, the composer
     /// stays full (a page in trouble, for tests of uncertain delivery).
     this.holdSends = new Set();
+    /// Sites whose pages loaded from now on keep Send disabled (z.ai): the page then sends
+    /// only through its form or Enter.
+    this.sendButtonOff = new Set();
   }
 
   add(site, chatId, message) {
@@ -123,14 +126,15 @@ export async function installFixtureSites(context, store = new ConversationStore
       return route.fulfill({ status: 200, contentType: 'text/javascript', body: appJs });
     }
     if (url.pathname === '/__fixture/api/config') {
-      return route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify({ holdSends: store.holdSends.has(site) }) });
+      return route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify({ holdSends: store.holdSends.has(site), sendButtonOff: store.sendButtonOff.has(site) }) });
     }
     const apiMatch = url.pathname.match(/^\/__fixture\/api\/chat\/([^/]+)(\/messages)?$/);
     if (apiMatch) {
       const chatId = apiMatch[1];
       if (request.method() === 'POST' && apiMatch[2]) {
         const message = JSON.parse(request.postData() || '{}');
-        store.add(site, chatId, { id: message.id, role: message.role, text: message.text, href: message.href });
+        const { id, role, text, href, via, sinceInputMs } = message;
+        store.add(site, chatId, { id, role, text, href, via, sinceInputMs });
         return route.fulfill({ status: 200, contentType: 'application/json', body: '{"ok":true}' });
       }
       const messages = store.messages(site, chatId).map(({ id, role, text }) => ({ id, role, text }));

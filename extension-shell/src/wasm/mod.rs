@@ -113,7 +113,7 @@ async fn route(message: Value, sender: Value) -> Value {
             continuity::page_seen(verified.tab_id, &verified.conv_key);
             match kind.as_str() {
                 "h2w_hello" => match ext_adapters::adapter_for_url(&verified.conv_key) {
-                    Ok((adapter, _)) => json!({ "ok": true, "site": verified.site.name(), "selectors": adapter.selectors() }),
+                    Ok((adapter, _)) => json!({ "ok": true, "site": verified.site.name(), "selectors": adapter.selectors(), "composer": adapter.composer() }),
                     Err(e) => json!({ "ok": false, "error": "unsupported-site", "detail": format!("{e:?}") }),
                 },
                 "h2w_report" => match snapshot_of(&message) {

@@ -8,8 +8,11 @@
   const SITE_BY_ORIGIN = { 'https://chat.z.ai': 'z.ai', 'https://chat.deepseek.com': 'deepseek' };
   const site = SITE_BY_ORIGIN[location.origin];
   const WATCH_INTERVAL_MS = 400;
+  const ROUTE_POLL_MS = 1000;
   const SELF_SEND_WINDOW_MS = 3000;
   let sel = null;
+  // How to insert and send (ext-adapters' ComposerStrategy for this site).
+  let strategy = null;
   let watching = false;
   let selfSendingUntil = 0;
   let reportTimer = null;
@@ -141,8 +144,9 @@
   function fill(text) {
     const c = composer();
     if (!c) return false;
-    const proto = c.tagName === 'TEXTAREA' ? HTMLTextAreaElement.prototype : HTMLInputElement.prototype;
-    const setter = Object.getOwnPropertyDescriptor(proto, 'value')?.set;
+    // The prototype's own setter, so a framework that wraps `value` still sees the change.
+    const proto = { TEXTAREA: HTMLTextAreaElement.prototype, INPUT: HTMLInputElement.prototype }[c.tagName];
+    const setter = proto && Object.getOwnPropertyDescriptor(proto, 'value')?.set;
     if (setter) setter.call(c, text);
     else c.textContent = text;
     c.dispatchEvent(new Event('input', { bubbles: true }));
@@ -158,11 +162,35 @@
     }
     return !composerText();
   }
-  function pressEnter(c) {
+  async function pressEnter(c) {
     c.focus();
+    // Sites drop an Enter that lands before their editor has taken the focus.
+    await delay(strategy.focus_before_enter_ms);
+    selfSendingUntil = Date.now() + SELF_SEND_WINDOW_MS;
     for (const type of ['keydown', 'keypress']) {
       c.dispatchEvent(new KeyboardEvent(type, { key: 'Enter', code: 'Enter', keyCode: 13, which: 13, bubbles: true, cancelable: true }));
     }
+  }
+  // One way of sending; false when this page offers no such way right now.
+  async function trySubmit(method, c) {
+    selfSendingUntil = Date.now() + SELF_SEND_WINDOW_MS;
+    if (method === 'click_send_button') {
+      const button = sel.send_buttons.flatMap((b) => [...document.querySelectorAll(b)]).find((b) => !b.disabled && visible(b));
+      if (!button) return false;
+      button.click();
+      return true;
+    }
+    if (method === 'request_submit') {
+      const form = c.closest('form');
+      if (!form) return false;
+      form.requestSubmit();
+      return true;
+    }
+    if (method === 'press_enter') {
+      await pressEnter(c);
+      return true;
+    }
+    return false;
   }
   async function sendText(text) {
     const c = composer();
@@ -170,17 +198,11 @@
     c.style.opacity = '0';
     try {
       fill(text);
-      await delay(120);
-      selfSendingUntil = Date.now() + SELF_SEND_WINDOW_MS;
-      const button = firstMatch(sel.send_buttons)?.node;
-      if (button) button.click();
-      else pressEnter(c);
-      if (await waitEmpty(5000)) return { ok: true };
-      const form = c.closest('form');
-      if (form) {
-        selfSendingUntil = Date.now() + SELF_SEND_WINDOW_MS;
-        form.requestSubmit();
-        if (await waitEmpty(2500)) return { ok: true };
+      await delay(strategy.settle_after_insert_ms);
+      // The site's ways of sending in its order; the next one only when the composer kept the text.
+      for (const method of strategy.submit) {
+        if (!(await trySubmit(method, c))) continue;
+        if (await waitEmpty(strategy.clear_timeout_ms)) return { ok: true };
       }
       return { ok: false, detail: 'the page did not take the message (composer still full)' };
     } finally {
@@ -265,21 +287,34 @@
 
   // ---- start: only when the service worker accepts this site --------------------------------
   ask({ type: 'h2w_hello', url: location.href }).then((answer) => {
-    if (!answer?.ok) {
+    if (!answer?.ok || !answer.selectors || !answer.composer) {
       window.__herdrBridge.refused = answer?.error || 'no-answer';
       return;
     }
     sel = answer.selectors;
+    strategy = answer.composer;
     window.__herdrBridge.ready = true;
     document.documentElement.dataset.herdrBridge = 'ready';
     new MutationObserver(() => scheduleReport()).observe(document.body, { childList: true, subtree: true, characterData: true });
+    // A report is also the page's registration (spec §5.2): bindings follow the tab, and
+    // the worker learns the tab's conversation. Sent when the key changes (polled while the
+    // page is visible), on history and hash navigation, and whenever the page is shown again.
     let lastKey = convKey();
     setInterval(() => {
-      if (convKey() !== lastKey) {
+      if (document.visibilityState === 'visible' && convKey() !== lastKey) {
         lastKey = convKey();
         scheduleReport(0);
       }
-    }, 500);
+    }, ROUTE_POLL_MS);
+    const registerNow = () => {
+      lastKey = convKey();
+      scheduleReport(0);
+    };
+    addEventListener('popstate', registerNow);
+    addEventListener('hashchange', registerNow);
+    document.addEventListener('visibilitychange', () => {
+      if (document.visibilityState === 'visible') registerNow();
+    });
     scheduleReport(0);
   });
 })();

@@ -1,0 +1,66 @@
+// The bridge drives each site's page the way its adapter says (spec §4, ext-adapters'
+// ComposerStrategy): z.ai clicks Send, else submits its form, else presses Enter; DeepSeek
+// presses Enter, only after the inserted text settled and the composer had the focus for a
+// moment. And the page registers again on hash navigation and whenever it is shown (§5.2),
+// so a binding sees its tab even when nothing on the page changes.
+
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { startStack, stopStack, openChat, userSends, until } from '../lib/harness.mjs';
+import { MARKER, nextUserMessage } from '../lib/bridge-steps.mjs';
+import { tabIdOf, popupMessage, continuityState } from '../lib/continuity.mjs';
+
+describe('bridge: sending and registering as the site adapter says', () => {
+  let stack;
+  before(async () => {
+    stack = await startStack('composer', { sites: ['zai', 'deepseek'] });
+  });
+  after(async () => stopStack(stack));
+
+  const bridgedTask = async (site, page, text) => {
+    const since = stack.store.log.length;
+    await userSends(page, text);
+    return nextUserMessage(stack.store, site, (t) => t.includes(MARKER), { sinceIndex: since, what: `the bridged task on ${site}` });
+  };
+
+  test('DeepSeek: Enter, 420 ms after the insert and 400 ms after focusing the composer', async () => {
+    const page = await openChat(stack, 'https://chat.deepseek.com/');
+    const sent = await bridgedTask('deepseek', page, 'What is in the repo?');
+    assert.equal(sent.via, 'enter');
+    assert.ok(sent.sinceInputMs >= 820, `Enter came ${sent.sinceInputMs} ms after the text was inserted`);
+  });
+
+  test('z.ai: Send when it can be clicked, else the form is submitted before Enter is tried', async () => {
+    const withButton = await openChat(stack, 'https://chat.z.ai/');
+    assert.equal((await bridgedTask('zai', withButton, 'First question.')).via, 'button');
+
+    stack.store.sendButtonOff.add('zai');
+    try {
+      const withoutButton = await openChat(stack, 'https://chat.z.ai/');
+      assert.equal(await withoutButton.evaluate(() => document.getElementById('send-message-button').disabled), true);
+      assert.equal((await bridgedTask('zai', withoutButton, 'Second question.')).via, 'submit');
+    } finally {
+      stack.store.sendButtonOff.delete('zai');
+    }
+  });
+
+  test('a z.ai page registers again on hash navigation and when it is shown again', async () => {
+    const url = `https://chat.z.ai/c/${randomUUID()}`;
+    const page = await openChat(stack, url);
+    const tabId = await tabIdOf(stack, url);
+    const bound = await popupMessage(stack, { type: 'h2w_bind', tabId, workspace: { kind: 'herdr', id: 'w-registration' } });
+    assert.equal(bound.ok, true, JSON.stringify(bound));
+    const lastSeen = async () => (await continuityState(stack)).bindings.find((v) => v.binding.key === bound.binding.binding.key).binding.last_seen_at_ms;
+    const seenAfter = (previous, what) => until(async () => ((await lastSeen()) > previous ? lastSeen() : null), { timeoutMs: 5_000, what });
+
+    const atBind = await lastSeen();
+    await until(() => Date.now() > atBind + 5, { what: 'the clock to move on' });
+    // Neither changes the conversation key or the page's DOM: only the events can tell.
+    await page.evaluate(() => (location.hash = 'section-2'));
+    const afterHash = await seenAfter(atBind, 'a registration after hashchange');
+    await until(() => Date.now() > afterHash + 5, { what: 'the clock to move on' });
+    await page.evaluate(() => document.dispatchEvent(new Event('visibilitychange')));
+    await seenAfter(afterHash, 'a registration after the page was shown again');
+  });
+});
