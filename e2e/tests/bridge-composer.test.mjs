@@ -2,7 +2,8 @@
 // ComposerStrategy): z.ai clicks Send, else submits its form, else presses Enter; DeepSeek
 // presses Enter, only after the inserted text settled and the composer had the focus for a
 // moment. And the page registers again on hash navigation and whenever it is shown (§5.2),
-// so a binding sees its tab even when nothing on the page changes.
+// so a binding sees its tab even when nothing on the page changes. Auto is refused for a key
+// that is no conversation (§8).
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -62,5 +63,14 @@ describe('bridge: sending and registering as the site adapter says', () => {
     await until(() => Date.now() > afterHash + 5, { what: 'the clock to move on' });
     await page.evaluate(() => document.dispatchEvent(new Event('visibilitychange')));
     await seenAfter(afterHash, 'a registration after the page was shown again');
+  });
+
+  test('Auto is refused for a key that is no conversation of a supported site', async () => {
+    for (const convKey of ['', 'https://evil.example/c/1', 'https://chat.deepseek.com', 'https://chat.z.ai/c/1/']) {
+      const answer = await popupMessage(stack, { type: 'h2w_set_auto', convKey, enabled: true });
+      assert.equal(answer.error, 'conversation-unavailable', `${JSON.stringify(convKey)}: ${JSON.stringify(answer)}`);
+    }
+    const key = `https://chat.z.ai/c/${randomUUID()}`;
+    assert.deepEqual(await popupMessage(stack, { type: 'h2w_set_auto', convKey: key, enabled: true }), { ok: true, convKey: key, auto: true });
   });
 });

@@ -22,6 +22,15 @@ pub fn target_of(url: &str) -> Result<ConvTarget, &'static str> {
     })
 }
 
+/// `conv_key` itself when Auto may be kept under it: the binding key of a page of a
+/// supported site (a conversation, a Project, a new-chat page with pending bindings), as
+/// the popup shows it. Spec §8 ties an automation toggle to a real conversation of the
+/// site; anything else would only leave a flag that no binding ever reads.
+pub fn auto_key(conv_key: &str) -> Result<String, &'static str> {
+    let target = target_of(conv_key)?;
+    if target.binding_conv_key() == conv_key { Ok(conv_key.to_string()) } else { Err("conversation-unavailable") }
+}
+
 /// The conversation a page shows (what a wake for it must find in the tab).
 pub fn shown_conversation(url: &str) -> Option<String> {
     identify(url).ok().map(|i| i.conv_key)
@@ -80,6 +89,28 @@ mod tests {
     fn deepseek_has_no_pending_scope() {
         assert_eq!(target_of("https://chat.deepseek.com/"), Err("conversation-unavailable"));
         assert!(matches!(target_of("https://chat.z.ai/"), Ok(ConvTarget::PendingRoot { .. })));
+    }
+
+    #[test]
+    fn auto_is_only_kept_under_a_binding_key() {
+        let p = "g-p-0123456789abcdef0123456789abcdef";
+        for key in ["https://chatgpt.com/c/abc", "https://chat.z.ai/c/1", "https://chat.z.ai", "https://chatgpt.com"] {
+            assert_eq!(auto_key(key), Ok(key.to_string()));
+        }
+        assert_eq!(auto_key(&format!("https://chatgpt.com/g/{p}")), Ok(format!("https://chatgpt.com/g/{p}")));
+        for key in [
+            "",
+            "not a key",
+            "https://evil.example/c/1",
+            "https://chat.deepseek.com",
+            "https://chat.z.ai/c/1/",
+            "https://chatgpt.com/settings",
+            // A Project conversation's Auto is its Project's; the slug is no part of a key.
+            &format!("https://chatgpt.com/g/{p}/c/x1"),
+            &format!("https://chatgpt.com/g/{p}-my-project"),
+        ] {
+            assert_eq!(auto_key(key), Err("conversation-unavailable"), "{key:?}");
+        }
     }
 
     #[test]

@@ -22,7 +22,8 @@
 //!   `{ok, binding}` or `{ok:false, error:"already-bound"|"workspace_required"|
 //!   "conversation-unavailable"|"tab-unavailable"}`.
 //! - `{type:"h2w_unbind", convKey, workspace?}` → `{ok, removed}` or `not-found`.
-//! - `{type:"h2w_set_auto", convKey, enabled}` → `{ok, auto}` (default off).
+//! - `{type:"h2w_set_auto", convKey, enabled}` → `{ok, auto}` (default off), or
+//!   `conversation-unavailable` when `convKey` is no binding key of a supported page.
 //! - `{type:"h2w_send_pending", id}` → `{ok, result}`: the user's "send now". Pending wakes
 //!   are `{id, kind, conv_key, text, reason, uncertain, since_ms, ...}`; `reason` is the
 //!   delivery code (`user-typing`, `generating`, `wake-in-flight`, `no_tab`, or why it failed;
@@ -582,10 +583,11 @@ pub fn unbind(message: &Value) -> Value {
 }
 
 pub fn set_auto(message: &Value) -> Value {
-    let conv = message.get("convKey").and_then(Value::as_str).unwrap_or("").to_string();
-    if conv.is_empty() {
-        return json!({ "ok": false, "error": "conversation-unavailable" });
-    }
+    let claimed = message.get("convKey").and_then(Value::as_str).unwrap_or("");
+    let conv = match crate::continuity_page::auto_key(claimed) {
+        Ok(conv) => conv,
+        Err(code) => return json!({ "ok": false, "error": code, "detail": format!("no conversation of a supported site has the key {claimed:?}") }),
+    };
     let on = message.get("enabled") == Some(&Value::Bool(true));
     STATE.with(|s| s.borrow_mut().core.set_auto(&conv, on));
     persist();
