@@ -82,7 +82,7 @@ for (const info of Object.values(SITE_INFO)) {
 
       // Folded protocol messages: present, labelled, expandable; the answer stays visible.
       const labels = await page.locator('.h2w-json-fold').allTextContents();
-      assert.deepEqual(labels.map((l) => l.slice(2)), ['Herdr tools', 'Herdr tool call', 'Herdr tool result', 'Herdr tool call', 'Herdr tool result']);
+      assert.deepEqual(labels.map((l) => l.slice(2)), ['Herdr JSON tools', 'Herdr tool call', 'Herdr tool result', 'Herdr tool call', 'Herdr tool result']);
       const bar = page.locator('.h2w-json-fold').nth(2);
       const hiddenBefore = await bar.evaluate((b) => getComputedStyle(b.nextElementSibling).display);
       assert.equal(hiddenBefore, 'none');

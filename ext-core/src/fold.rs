@@ -40,7 +40,7 @@ pub enum FoldLabel {
 impl FoldLabel {
     pub fn text(self) -> &'static str {
         match self {
-            FoldLabel::Tools => "Herdr tools",
+            FoldLabel::Tools => "Herdr JSON tools",
             FoldLabel::ToolResult => "Herdr tool result",
             FoldLabel::ToolCall => "Herdr tool call",
         }
@@ -140,7 +140,7 @@ mod tests {
     fn bridged_task_is_folded_as_tools() {
         let text = format!("{BRIDGE_MARKER}\nYou can use tools.\n\nUSER_TASK:\nfix the build");
         assert_eq!(fold_decision(Role::User, &text, true), Some(FoldLabel::Tools));
-        assert_eq!(FoldLabel::Tools.text(), "Herdr tools");
+        assert_eq!(FoldLabel::Tools.text(), "Herdr JSON tools");
     }
 
     #[test]
