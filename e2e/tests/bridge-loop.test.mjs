@@ -90,6 +90,41 @@ for (const info of Object.values(SITE_INFO)) {
       assert.equal(await bar.evaluate((b) => getComputedStyle(b.nextElementSibling).display !== 'none'), true);
       assert.match(await bar.textContent(), /^▾ Herdr tool result/);
       assert.match(await page.locator('#messages').innerText(), new RegExp(`The pointer leads to ${value}`));
+
+      // The page re-renders its list (spec §3, cleanupFoldArtifacts): a bar it dropped comes
+      // back before its message, a bar whose message moved into a wrapper follows it, and a
+      // message replaced by a fresh element leaves no orphan bar and is folded again.
+      await page.evaluate(() => {
+        const bars = [...document.querySelectorAll('.h2w-json-fold')];
+        bars[1].remove();
+        const moved = bars[3].nextElementSibling;
+        const wrapper = document.createElement('div');
+        moved.before(wrapper);
+        wrapper.appendChild(moved);
+        const old = bars[4].nextElementSibling;
+        const fresh = old.cloneNode(true);
+        for (const k of Object.keys(fresh.dataset)) if (k.startsWith('h2w')) delete fresh.dataset[k];
+        fresh.style.display = '';
+        fresh.dataset.rerendered = '1';
+        old.replaceWith(fresh);
+      });
+      const foldsInPlace = () =>
+        page.evaluate(() => {
+          const bars = [...document.querySelectorAll('.h2w-json-fold')];
+          const folded = [...document.querySelectorAll('[data-h2w-json-folded="1"]')];
+          const fresh = document.querySelector('[data-rerendered="1"]');
+          return (
+            bars.length === 5 &&
+            folded.length === 5 &&
+            bars.every((b) => b.nextElementSibling?.dataset.h2wJsonFolded === '1') &&
+            folded.every((r) => r.previousElementSibling?.classList.contains('h2w-json-fold')) &&
+            fresh.dataset.h2wJsonFolded === '1' &&
+            getComputedStyle(fresh).display === 'none'
+          );
+        });
+      await until(foldsInPlace, { what: 'each folded message to have exactly its own bar right before it' });
+      const relabelled = await page.locator('.h2w-json-fold').allTextContents();
+      assert.deepEqual(relabelled.map((l) => l.slice(2)), labels.map((l) => l.slice(2)));
     });
   });
 }

@@ -112,6 +112,10 @@
   }
 
   // ---- folding (presentation only: nothing is removed) ------------------------------------
+  // Each bar and the message it folds know each other, so a page that re-renders its list can
+  // neither leave a bar behind for a message that is gone nor hide a message without its bar.
+  const barOf = new WeakMap();
+  const rootOf = new WeakMap();
   function fold(root, key, label) {
     if (!root || root.dataset.h2wJsonFolded === '1' || !root.parentNode) return;
     root.dataset.h2wJsonFolded = '1';
@@ -121,6 +125,7 @@
     bar.setAttribute('role', 'button');
     bar.dataset.h2wLabel = label;
     const shownDisplay = root.style.display;
+    root.dataset.h2wShownDisplay = shownDisplay;
     const render = (expanded) => {
       bar.textContent = `${expanded ? '▾' : '▸'} ${label}`;
       root.style.display = expanded ? shownDisplay : 'none';
@@ -128,8 +133,40 @@
       else delete root.dataset.h2wJsonExpanded;
     };
     bar.addEventListener('click', () => render(root.dataset.h2wJsonExpanded !== '1'));
+    barOf.set(root, bar);
+    rootOf.set(bar, root);
     root.parentNode.insertBefore(bar, root);
     render(false);
+  }
+  // Bars whose message left the page go; a bar the page moved or dropped goes back right
+  // before its message. A message folded by an earlier copy of this script (the extension
+  // was reloaded) has no bar of ours: it is shown again and the next report folds it anew.
+  function cleanupFoldArtifacts() {
+    for (const bar of document.querySelectorAll('.h2w-json-fold')) {
+      const root = rootOf.get(bar);
+      if (!root || !root.isConnected || barOf.get(root) !== bar || root.dataset.h2wJsonFolded !== '1') bar.remove();
+    }
+    let unfolded = false;
+    for (const root of document.querySelectorAll('[data-h2w-json-folded="1"]')) {
+      const bar = barOf.get(root);
+      if (!bar) {
+        root.style.display = root.dataset.h2wShownDisplay ?? '';
+        for (const k of ['h2wJsonFolded', 'h2wFoldKey', 'h2wJsonExpanded', 'h2wShownDisplay']) delete root.dataset[k];
+        unfolded = true;
+      } else if (root.previousSibling !== bar && root.parentNode) {
+        root.parentNode.insertBefore(bar, root);
+      }
+    }
+    if (unfolded) scheduleReport(0);
+  }
+  let cleanupQueued = false;
+  function scheduleCleanup() {
+    if (cleanupQueued) return;
+    cleanupQueued = true;
+    queueMicrotask(() => {
+      cleanupQueued = false;
+      cleanupFoldArtifacts();
+    });
   }
 
   // ---- the composer ------------------------------------------------------------------------------
@@ -295,7 +332,11 @@
     strategy = answer.composer;
     window.__herdrBridge.ready = true;
     document.documentElement.dataset.herdrBridge = 'ready';
-    new MutationObserver(() => scheduleReport()).observe(document.body, { childList: true, subtree: true, characterData: true });
+    new MutationObserver(() => {
+      scheduleCleanup();
+      scheduleReport();
+    }).observe(document.body, { childList: true, subtree: true, characterData: true });
+    cleanupFoldArtifacts();
     // A report is also the page's registration (spec §5.2): bindings follow the tab, and
     // the worker learns the tab's conversation. Sent when the key changes (polled while the
     // page is visible), on history and hash navigation, and whenever the page is shown again.
