@@ -1,8 +1,8 @@
 // The bridge drives each site's page the way its adapter says (spec §4, ext-adapters'
 // ComposerStrategy): z.ai clicks Send, else submits its form, else presses Enter; DeepSeek
 // presses Enter, only after the inserted text settled and the composer had the focus for a
-// moment. And the page registers again on hash navigation and whenever it is shown (§5.2),
-// so a binding sees its tab even when nothing on the page changes. Auto is refused for a key
+// moment. And a chat page (the bridge's and ChatGPT's) registers again on hash navigation and
+// whenever it is shown (§5.2), so a binding sees its tab even when nothing on the page changes. Auto is refused for a key
 // that is no conversation (§8).
 
 import { test, describe, before, after } from 'node:test';
@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { startStack, stopStack, openChat, userSends, until } from '../lib/harness.mjs';
 import { MARKER, nextUserMessage } from '../lib/bridge-steps.mjs';
-import { tabIdOf, popupMessage, continuityState } from '../lib/continuity.mjs';
+import { tabIdOf, popupMessage, continuityState, openChatGpt } from '../lib/continuity.mjs';
 
 describe('bridge: sending and registering as the site adapter says', () => {
   let stack;
@@ -46,9 +46,7 @@ describe('bridge: sending and registering as the site adapter says', () => {
     }
   });
 
-  test('a z.ai page registers again on hash navigation and when it is shown again', async () => {
-    const url = `https://chat.z.ai/c/${randomUUID()}`;
-    const page = await openChat(stack, url);
+  const registersAgain = async (url, page) => {
     const tabId = await tabIdOf(stack, url);
     const bound = await popupMessage(stack, { type: 'h2w_bind', tabId, workspace: { kind: 'herdr', id: 'w-registration' } });
     assert.equal(bound.ok, true, JSON.stringify(bound));
@@ -63,6 +61,16 @@ describe('bridge: sending and registering as the site adapter says', () => {
     await until(() => Date.now() > afterHash + 5, { what: 'the clock to move on' });
     await page.evaluate(() => document.dispatchEvent(new Event('visibilitychange')));
     await seenAfter(afterHash, 'a registration after the page was shown again');
+  };
+
+  test('a z.ai page registers again on hash navigation and when it is shown again', async () => {
+    const url = `https://chat.z.ai/c/${randomUUID()}`;
+    await registersAgain(url, await openChat(stack, url));
+  });
+
+  test('so does a ChatGPT page, whose key stays the same', async () => {
+    const chat = await openChatGpt(stack);
+    await registersAgain(chat.convKey, chat.page);
   });
 
   test('Auto is refused for a key that is no conversation of a supported site', async () => {

@@ -159,13 +159,16 @@
     if (document.visibilityState === 'visible') void register();
     watchComposer();
   }, POLL_MS);
-  addEventListener('popstate', () => void register());
-  addEventListener('hashchange', () => void register());
+  // Registered again even when the key stayed the same (spec §5.2): the tab's binding rows
+  // learn it is still there.
+  const registerAgain = () => {
+    lastKey = null;
+    void register();
+  };
+  addEventListener('popstate', registerAgain);
+  addEventListener('hashchange', registerAgain);
   document.addEventListener('visibilitychange', () => {
-    if (document.visibilityState === 'visible') {
-      lastKey = null;
-      void register();
-    }
+    if (document.visibilityState === 'visible') registerAgain();
   });
   void register();
 })();
