@@ -2,14 +2,17 @@
 // ComposerStrategy): z.ai clicks Send, else submits its form, else presses Enter; DeepSeek
 // presses Enter, only after the inserted text settled and the composer had the focus for a
 // moment. And a chat page (the bridge's and ChatGPT's) registers again on hash navigation and
-// whenever it is shown (§5.2), so a binding sees its tab even when nothing on the page changes. Auto is refused for a key
+// whenever it is shown (§5.2), so a binding sees its tab even when nothing on the page changes.
+// A reply rewritten in place is resumed from like a new one (§5.4). Auto is refused for a key
 // that is no conversation (§8).
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { startStack, stopStack, openChat, userSends, until } from '../lib/harness.mjs';
-import { MARKER, nextUserMessage } from '../lib/bridge-steps.mjs';
+import { basename } from 'node:path';
+import { startStack, stopStack, openChat, userSends, conversationState, until } from '../lib/harness.mjs';
+import { modelReply } from '../lib/fixture-sites.mjs';
+import { MARKER, nextUserMessage, convKeyOf, waitIdle, isToolResult, toolResultRows, payloadOf } from '../lib/bridge-steps.mjs';
 import { tabIdOf, popupMessage, continuityState, openChatGpt } from '../lib/continuity.mjs';
 
 describe('bridge: sending and registering as the site adapter says', () => {
@@ -71,6 +74,21 @@ describe('bridge: sending and registering as the site adapter says', () => {
   test('so does a ChatGPT page, whose key stays the same', async () => {
     const chat = await openChatGpt(stack);
     await registersAgain(chat.convKey, chat.page);
+  });
+
+  test('DeepSeek: a reply regenerated in place with a tool call is resumed from (spec §5.4 fingerprint: id and text)', async () => {
+    const page = await openChat(stack, 'https://chat.deepseek.com/');
+    await bridgedTask('deepseek', page, 'Say hello, then run something.');
+    await modelReply(page, 'Hello.');
+    const key = await convKeyOf(page);
+    await waitIdle((k) => conversationState(stack, k), key);
+    const mark = stack.store.log.length;
+    const call = { tool: 'herdr_exec', args: { workspace: basename(stack.project), command: 'echo regenerated-reply' } };
+    await page.evaluate((text) => window.__fixture.regenerate(text), JSON.stringify(call));
+    const result = await nextUserMessage(stack.store, 'deepseek', isToolResult, { sinceIndex: mark, what: 'the TOOL_RESULT of the regenerated reply' });
+    const [row] = toolResultRows(result.text);
+    assert.equal(row.tool, 'herdr_exec');
+    assert.match(JSON.stringify(payloadOf(row)), /regenerated-reply/);
   });
 
   test('Auto is refused for a key that is no conversation of a supported site', async () => {

@@ -41,6 +41,10 @@ struct Conv {
     reply: Option<(String, String, u64)>,
     /// Replies already acted on in this page load (finished, resumed or ignored).
     handled: HashSet<String>,
+    /// The finished reply last considered for resuming, as (id, text): spec §5.4's
+    /// fingerprint. A reply rewritten in place (DeepSeek's regenerate keeps the message, so
+    /// its id) is a new reply to resume from, though its id was handled.
+    resume_seen: Option<(String, String)>,
     status: String,
     generation: u64,
 }
@@ -120,6 +124,7 @@ fn attach(v: &VerifiedSender, page_id: &str) -> u64 {
                 let journal = conv.engine.journal().clone();
                 conv.engine = Engine::restore(&conv.identity, conv.site.core_site(), config, journal);
                 conv.handled.clear();
+                conv.resume_seen = None;
                 conv.reply = None;
                 conv.generation += 1;
                 conv.page_id = page_id.to_string();
@@ -145,6 +150,7 @@ fn attach(v: &VerifiedSender, page_id: &str) -> u64 {
                 page_id: page_id.to_string(),
                 reply: None,
                 handled: HashSet::new(),
+                resume_seen: None,
                 status: "idle".into(),
                 generation: 0,
             },
@@ -222,19 +228,23 @@ pub async fn report(v: VerifiedSender, page_id: String, snapshot: PageSnapshot) 
             conv.reply = Some((message_id.clone(), text.to_string(), changed_at));
             // The adapter says whether the page shows it finished; the text must also have settled.
             let done = reply.finished() && now.saturating_sub(changed_at) >= stable_ms;
-            settled = done || conv.handled.contains(&message_id);
-            if !conv.handled.contains(&message_id) {
-                if conv.engine.is_running() {
+            let seen = (message_id.clone(), text.to_string());
+            // Watched until it settles, also when a reply already acted on changes again.
+            settled = done || conv.resume_seen.as_ref() == Some(&seen) || (conv.engine.is_running() && conv.handled.contains(&message_id));
+            if conv.engine.is_running() {
+                if !conv.handled.contains(&message_id) {
                     commands = conv.engine.handle(Event::ReplySnapshot { message_id: message_id.clone(), text: text.to_string(), done, now_ms: now });
                     if done {
                         conv.handled.insert(message_id);
+                        conv.resume_seen = Some(seen);
                     }
-                } else if done {
-                    conv.handled.insert(message_id.clone());
-                    let transcript = view.transcript();
-                    if has_pending_tool_reply(&transcript) {
-                        resume = Some((transcript, message_id, conv.generation));
-                    }
+                }
+            } else if done && conv.resume_seen.as_ref() != Some(&seen) {
+                conv.handled.insert(message_id.clone());
+                conv.resume_seen = Some(seen);
+                let transcript = view.transcript();
+                if has_pending_tool_reply(&transcript) {
+                    resume = Some((transcript, message_id, conv.generation));
                 }
             }
         }
