@@ -69,6 +69,9 @@ export class ConversationStore extends EventEmitter {
     /// Sites whose pages loaded from now on keep Send disabled (z.ai): the page then sends
     /// only through its form or Enter.
     this.sendButtonOff = new Set();
+    /// Per site, for pages loaded from now on: how a slow ChatGPT page behaves
+    /// (`{sendButtonDelayMs, enterSends, loseClicks}`, see fixtures/app.js).
+    this.slowPage = {};
   }
 
   add(site, chatId, message) {
@@ -126,7 +129,11 @@ export async function installFixtureSites(context, store = new ConversationStore
       return route.fulfill({ status: 200, contentType: 'text/javascript', body: appJs });
     }
     if (url.pathname === '/__fixture/api/config') {
-      return route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify({ holdSends: store.holdSends.has(site), sendButtonOff: store.sendButtonOff.has(site) }) });
+      return route.fulfill({
+        status: 200,
+        contentType: 'application/json',
+        body: JSON.stringify({ holdSends: store.holdSends.has(site), sendButtonOff: store.sendButtonOff.has(site), slowPage: store.slowPage[site] ?? {} }),
+      });
     }
     const apiMatch = url.pathname.match(/^\/__fixture\/api\/chat\/([^/]+)(\/messages)?$/);
     if (apiMatch) {

@@ -15,6 +15,15 @@
   const ACK_TIMEOUT_MS = 8000;
   const ACK_POLL_MS = 100;
   const ENTER_ACK_TIMEOUT_MS = 3000;
+  // ChatGPT enables Send only once its editor has taken the text in, which can lag the insert.
+  const SEND_BUTTON_POLLS = 40;
+  const SEND_BUTTON_POLL_MS = 150;
+  // A click or key the page lost (busy re-rendering) is tried again, never over an empty composer.
+  const SUBMIT_ATTEMPTS = 3;
+  const BETWEEN_ATTEMPTS_MS = 800;
+  const IDLE_WAIT_MS = 15000;
+  // A new user turn that starts like the wake's first characters is the wake.
+  const ACK_HEAD_CHARS = 120;
   let sel = null; // {composer:[...], send_buttons:[...], stop_buttons:[...], streaming, user_turn}
   let lastKey = null;
   let wasFree = null;
@@ -61,11 +70,11 @@
   }
 
   const norm = (t) => (t || '').replace(/\s+/g, ' ').trim();
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
   // Accepted = the composer emptied, or a new user turn starts like the wake.
   function accepted(text, turnsBefore) {
     const turns = userTurns();
-    const head = norm(text).slice(0, 120);
-    if (turns.count > turnsBefore && norm(turns.last).startsWith(head.slice(0, Math.min(head.length, 60)))) return 'user-turn';
+    if (turns.count > turnsBefore && norm(turns.last).startsWith(norm(text).slice(0, ACK_HEAD_CHARS))) return 'user-turn';
     if (composerText() === '') return 'composer-cleared';
     return null;
   }
@@ -74,27 +83,60 @@
     while (Date.now() < end) {
       const ack = accepted(text, turnsBefore);
       if (ack) return ack;
-      await new Promise((r) => setTimeout(r, ACK_POLL_MS));
+      await sleep(ACK_POLL_MS);
     }
     return null;
   }
-  async function submit(text) {
-    if (!norm(composerText()).includes(norm(text))) return { ok: false, error: 'insert-missing' };
-    const before = userTurns().count;
-    const button = sendButton();
-    if (button) {
-      button.click();
-      const ack = await waitAck(text, before, ACK_TIMEOUT_MS);
-      if (ack) return { ok: true, ack, via: 'send-button' };
+  async function waitForSendButton() {
+    for (let i = 0; i < SEND_BUTTON_POLLS; i++) {
+      const button = sendButton();
+      if (button) return button;
+      await sleep(SEND_BUTTON_POLL_MS);
     }
+    return null;
+  }
+  async function waitForIdle() {
+    const end = Date.now() + IDLE_WAIT_MS;
+    while (generating()) {
+      if (Date.now() >= end) return false;
+      await sleep(ACK_POLL_MS);
+    }
+    return true;
+  }
+  function pressEnter() {
     const c = composer();
-    if (c && norm(composerText()).includes(norm(text))) {
-      c.focus();
-      for (const type of ['keydown', 'keypress', 'keyup']) {
-        c.dispatchEvent(new KeyboardEvent(type, { key: 'Enter', code: 'Enter', keyCode: 13, which: 13, bubbles: true, cancelable: true }));
+    if (!c) return;
+    c.focus();
+    for (const type of ['keydown', 'keypress', 'keyup']) {
+      c.dispatchEvent(new KeyboardEvent(type, { key: 'Enter', code: 'Enter', keyCode: 13, which: 13, bubbles: true, cancelable: true }));
+    }
+  }
+  // Send (or Enter), up to SUBMIT_ATTEMPTS times. Each try first checks that the wake is still
+  // in the composer and was not taken meanwhile, so a late ack is never followed by a second send.
+  async function submit(text) {
+    const holds = () => norm(composerText()).includes(norm(text));
+    if (!holds()) return { ok: false, error: 'insert-missing' };
+    const before = userTurns().count;
+    for (let attempt = 1; attempt <= SUBMIT_ATTEMPTS; attempt++) {
+      if (attempt > 1) {
+        await sleep(BETWEEN_ATTEMPTS_MS);
+        // The page may have taken the last try after all (and started answering it).
+        const late = accepted(text, before) || ((await waitForIdle()) ? accepted(text, before) : 'busy');
+        if (late === 'busy') return { ok: false, error: 'submit-unconfirmed' };
+        if (late) return { ok: true, ack: late, via: 'late', attempt };
+        if (!holds()) return { ok: false, error: 'insert-missing' };
       }
-      const ack = await waitAck(text, before, ENTER_ACK_TIMEOUT_MS);
-      if (ack) return { ok: true, ack, via: 'enter' };
+      const button = await waitForSendButton();
+      if (button && holds()) {
+        button.click();
+        const ack = await waitAck(text, before, ACK_TIMEOUT_MS);
+        if (ack) return { ok: true, ack, via: 'send-button', attempt };
+      }
+      if (holds()) {
+        pressEnter();
+        const ack = await waitAck(text, before, ENTER_ACK_TIMEOUT_MS);
+        if (ack) return { ok: true, ack, via: 'enter', attempt };
+      }
     }
     return { ok: false, error: 'submit-unconfirmed' };
   }
