@@ -369,10 +369,22 @@ impl Continuity {
     }
 
     /// Renders a decision into a wake, sendable only when the conversation's Auto is on.
-    /// The kind stays what it was decided as: if the other agents settle while a `partial`
-    /// waits for its output, their own settle brings the `round`.
-    fn finish(&mut self, binding_key: &str, d: WakeDecision, now_ms: u64) -> Option<ContinuityAction> {
+    ///
+    /// A settle wake may have waited for its output, so its kind is checked against who works
+    /// now (spec §7.2): a `round` during whose wait another agent started is only a `partial`.
+    /// The other way stays as decided: if the other agents settle while a `partial` waits,
+    /// their own settle brings the `round`, and turning this one into a round too would
+    /// announce the end of the round twice.
+    fn finish(&mut self, binding_key: &str, mut d: WakeDecision, now_ms: u64) -> Option<ContinuityAction> {
         let b = self.bindings.get(binding_key)?;
+        if let (WakeKind::Round | WakeKind::Partial, Some(ws)) = (d.kind, b.workspace.herdr_id()) {
+            let working = self.fleet.working_in(ws);
+            let others = working.union(&b.working_panes).filter(|p| **p != d.pane).count();
+            if others > 0 {
+                d.kind = WakeKind::Partial;
+                d.working_count = others;
+            }
+        }
         let (workspace_id, info) = match &b.workspace {
             WorkspaceRef::Herdr { id } => (id.clone(), self.fleet.workspaces.get(id)),
             WorkspaceRef::Root { path } => (path.clone(), None),

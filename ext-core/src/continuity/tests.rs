@@ -106,6 +106,24 @@ fn two_agents_give_one_partial_then_one_round() {
 }
 
 #[test]
+fn a_round_whose_output_wait_sees_another_agent_start_goes_out_as_a_partial() {
+    let mut c = bound(true);
+    c.on_push_event(working("p1"), 1);
+    c.on_push_event(settled("p1", 5), 2);
+    // While the round waits for p1's output, p2 starts: not every agent has stopped any more.
+    c.on_push_event(working("p2"), 3);
+    let actions = c.on_push_event(output("p1", "first half done"), 4);
+    let w = wakes(&actions);
+    assert_eq!(w.len(), 1, "{actions:?}");
+    assert_eq!((w[0].kind, w[0].working_count), (WakeKind::Partial, 1));
+    assert!(w[0].text.contains("1 other agent(s) are still busy"), "{}", w[0].text);
+    // p2's own settle then ends the round.
+    c.on_push_event(settled("p2", 6), 10);
+    let w = c.on_tick(10 + OUTPUT_WAIT_MS);
+    assert_eq!(wakes(&w).iter().map(|w| (w.kind, w.working_count)).collect::<Vec<_>>(), vec![(WakeKind::Round, 0)]);
+}
+
+#[test]
 fn held_wakes_are_released_exactly_at_the_deadline() {
     let mut c = bound(true);
     c.on_push_event(working("p1"), 0);
