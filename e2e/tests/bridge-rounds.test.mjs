@@ -23,6 +23,15 @@ describe('tool rounds on z.ai', () => {
     const since = stack.store.log.length;
     await userSends(page, 'Run the two slow checks.');
     await nextUserMessage(stack.store, 'zai', (t) => t.includes(MARKER), { sinceIndex: since, what: 'the bridged task' });
+    // One task at a time (spec §1.10): Enter while the task runs is refused and says so; the
+    // text stays in the composer, also after the next TOOL_RESULT went out through it.
+    const draft = 'Never mind, do something else.';
+    const key = await convKeyOf(page);
+    await until(async () => (await conversationState(stack, key))?.state === 'waiting for reply', { what: 'the task to be sent' });
+    await userSends(page, draft);
+    await until(async () => /still working/.test((await page.locator('#h2w-indicator').textContent().catch(() => '')) ?? ''), {
+      what: 'the busy notice',
+    });
     const slow = (name) => JSON.stringify({ tool: 'herdr_exec', args: { workspace: ws, command: `sleep 1; echo ${name}` } });
     let mark = stack.store.log.length;
     await modelReply(page, `${slow('first')}\n${slow('second')}`);
@@ -31,6 +40,7 @@ describe('tool rounds on z.ai', () => {
     assert.deepEqual(rows.map((r) => [r.index, r.ok, payloadOf(r)?.ok, payloadOf(r)?.exit_code]), [[1, true, true, 0], [2, true, true, 0]], JSON.stringify(rows));
     assert.match(JSON.stringify(rows[0].result), /first/);
     assert.match(JSON.stringify(rows[1].result), /second/);
+    await until(async () => (await page.locator('textarea').first().inputValue()) === draft, { what: 'the draft back in the composer' });
     mark = stack.store.log.length;
     await modelReply(page, JSON.stringify({ tool: 'herdr_exec', args: { workspace: ws, command: 'echo after' } }));
     await nextUserMessage(stack.store, 'zai', isToolResult, { sinceIndex: mark, what: 'the dependent TOOL_RESULT' });
@@ -45,6 +55,7 @@ describe('tool rounds on z.ai', () => {
     // Run one after the other they could not share any time; concurrently they share most of their second.
     assert.ok(Math.min(a.endedAt, b.endedAt) - Math.max(a.startedAt, b.startedAt) >= 800, 'they ran at the same time for most of their second');
     assert.ok(c.startedAt >= Math.max(a.endedAt, b.endedAt), 'the dependent call started after both finished');
+    assert.ok(!stack.store.log.slice(since).some((m) => m.role === 'user' && m.text.includes(draft)), 'the refused text was never sent');
   });
 
   test('malformed tool JSON: one repair round, then the call runs', async () => {

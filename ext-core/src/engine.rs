@@ -63,7 +63,7 @@ pub enum CallReply {
 pub enum Event {
     /// The user submitted `text`. `catalog` is the live `tools/list` (None when unavailable:
     /// the text is then sent unbridged). `previous_reply_id` names the reply already on the
-    /// page, so it is not mistaken for the answer.
+    /// page, so it is not mistaken for the answer. While a task runs it is refused ([`Command::Busy`]).
     Submit { text: String, catalog: Option<Vec<Value>>, previous_reply_id: Option<String>, now_ms: u64 },
     /// The latest assistant reply as rendered now.
     ReplySnapshot { message_id: String, text: String, done: bool, now_ms: u64 },
@@ -100,8 +100,6 @@ pub struct ExecCall {
 pub enum StopReason {
     /// The model answered normally.
     Finished,
-    /// A newer user task replaced this one.
-    Superseded,
     RepeatedInvalidToolJson,
     ReplyTimeout,
     SubmitFailed,
@@ -130,6 +128,8 @@ pub enum Command {
     /// Deliver a `Tick` at (or after) this time.
     WakeAt { at_ms: u64 },
     Stop { task: TaskId, reason: StopReason, message: String },
+    /// A submit arrived while this task runs: refused, the task goes on (`json-bridge-busy`).
+    Busy { task: TaskId },
 }
 
 /// Read-only tools whose identical repeat right after itself in one reply is not sent again:
@@ -176,8 +176,8 @@ struct Task {
     phase: Phase,
 }
 
-/// A call handed to the runtime and not yet answered, across tasks (a superseded task's
-/// answers still settle the journal).
+/// A call handed to the runtime and not yet answered, across tasks (a stopped task's answers
+/// still settle the journal).
 #[derive(Debug, Clone)]
 struct InFlight {
     task: TaskId,
@@ -261,7 +261,12 @@ impl Engine {
     }
 
     fn on_submit(&mut self, text: String, catalog: Option<Vec<Value>>, previous: Option<String>, now: u64, out: &mut Vec<Command>) {
-        self.supersede(out);
+        // One task at a time (spec §1.10): a new task now would leave the model without the
+        // results of calls that already ran, and it might then repeat a mutation.
+        if let Some(task) = &self.task {
+            out.push(Command::Busy { task: task.id });
+            return;
+        }
         if previous.is_some() {
             self.ignored_reply = previous;
         }
@@ -276,16 +281,6 @@ impl Engine {
         self.task = Some(Task { id, catalog: Catalog::from_tools(&tools), round: 0, repairs: 0, phase: self.awaiting(now) });
         out.push(Command::SendMessage { task: id, kind: MessageKind::Task, text: message });
         self.after_send(now, out);
-    }
-
-    fn supersede(&mut self, out: &mut Vec<Command>) {
-        if let Some(old) = self.task.take() {
-            out.push(Command::Stop {
-                task: old.id,
-                reason: StopReason::Superseded,
-                message: "A new request replaced the running one.".to_string(),
-            });
-        }
     }
 
     fn awaiting(&self, now: u64) -> Phase {

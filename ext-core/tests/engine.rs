@@ -173,7 +173,7 @@ fn a_bound_of_one_runs_calls_strictly_one_by_one() {
 }
 
 #[test]
-fn new_task_supersedes_and_old_results_are_dropped_but_journaled() {
+fn a_submit_while_a_task_runs_is_refused_and_the_running_task_reports_its_results() {
     let mut s = Shell::new(EngineConfig::default());
     s.submit("task A");
     let first_task = s.engine.current_task().unwrap();
@@ -182,16 +182,26 @@ fn new_task_supersedes_and_old_results_are_dropped_but_journaled() {
     assert_eq!(s.running[0].args["intent"], "non_idempotent_write");
     assert_eq!(s.running[0].args["idempotency_key"], json!(s.running[0].idempotency_key.clone().unwrap()));
 
+    let sent_before = s.sent.len();
+    let cmds = s.submit("task B");
+    assert_eq!(cmds, vec![Command::Busy { task: first_task }], "refused, nothing else happens");
+    assert_eq!(s.sent.len(), sent_before, "task B is not sent");
+    assert!(s.stops.is_empty(), "task A goes on");
+    assert_eq!(s.engine.current_task(), Some(first_task));
+
+    // The call that ran is reported to the model: it must not think it never happened.
+    let cmds = s.answer_next(CallReply::Ok { result: json!({"exit_code": 0}) });
+    assert!(matches!(s.engine.journal().entries()[0].state, CallState::Delivered { .. }));
+    s.tick_at(wake_at(&cmds).unwrap());
+    assert_eq!(s.last_sent().0, MessageKind::ToolResult);
+    assert_eq!(rows_of(&s.last_sent().1)[0]["result"], json!({"exit_code": 0}));
+    s.reply("make ran.");
+    assert_eq!(s.stops.last().map(|x| (x.0, x.1)), Some((first_task, StopReason::Finished)));
+
+    // Once it is over, the next submit starts a task.
     s.submit("task B");
-    assert_eq!(s.stops.last().map(|x| (x.0, x.1)), Some((first_task, StopReason::Superseded)));
     assert_eq!(s.last_sent().0, MessageKind::Task);
     assert!(s.last_sent().1.ends_with("task B"));
-    let sent_before = s.sent.len();
-    let cmds = s.answer_next(CallReply::Ok { result: json!({"exit_code": 0}) });
-    assert!(cmds.iter().all(|c| matches!(c, Command::SaveJournal { .. })), "only the journal hears about it: {cmds:?}");
-    assert!(matches!(s.engine.journal().entries()[0].state, CallState::Delivered { .. }));
-    assert!(s.tick_at(s.now + 10_000).is_empty());
-    assert_eq!(s.sent.len(), sent_before, "no TOOL_RESULT for the old task");
     assert_ne!(s.engine.current_task(), Some(first_task));
 }
 

@@ -270,21 +270,32 @@ pub async fn report(v: VerifiedSender, page_id: String, snapshot: PageSnapshot) 
 /// The user pressed send: start a bridged task (or send unbridged when no catalog).
 pub async fn submit(v: VerifiedSender, page_id: String, text: String, snapshot: PageSnapshot) -> Value {
     let id = attach(&v, &page_id);
+    // One task at a time (spec §1.10): the running task goes on and the page keeps the text.
+    let busy = json!({ "ok": false, "blocked": "json-bridge-busy" });
+    if CONVS.with(|c| c.borrow().by_id.get(&id).is_some_and(|conv| conv.engine.is_running())) {
+        return busy;
+    }
     let catalog = fetch_catalog().await;
     let bridged = catalog.is_ok();
     let error = catalog.as_ref().err().map(|e| e.code.clone());
     // The reply already on the page must not be taken for the answer to this task.
     let previous = interpret(&snapshot).ok().and_then(|view| view.latest_reply.map(|r| r.entry.message_id()));
+    // Checked again: another submit may have started a task while the catalog was fetched.
     let generation = CONVS.with(|c| {
         let mut c = c.borrow_mut();
         let conv = c.by_id.get_mut(&id)?;
+        if conv.engine.is_running() {
+            return Some(None);
+        }
         if let Some(p) = &previous {
             conv.handled.insert(p.clone());
         }
-        Some(conv.generation)
+        Some(Some(conv.generation))
     });
-    let Some(generation) = generation else {
-        return json!({ "ok": false, "error": "conversation-unavailable" });
+    let generation = match generation {
+        None => return json!({ "ok": false, "error": "conversation-unavailable" }),
+        Some(None) => return busy,
+        Some(Some(generation)) => generation,
     };
     feed(id, generation, Event::Submit { text, catalog: catalog.ok(), previous_reply_id: previous, now_ms: io::now() });
     json!({ "ok": true, "bridged": bridged, "error": error })
@@ -324,8 +335,10 @@ async fn apply_one(id: u64, generation: u64, command: Command) {
         return;
     }
     match command {
-        Command::SendMessage { text, .. } => {
-            let answer = io::wait(io::tab_send(tab, frame, &io::to_js(&json!({ "type": "h2w_send", "text": text })))).await;
+        Command::SendMessage { text, kind, .. } => {
+            // The kind lets the page keep a draft the user typed meanwhile (see bridge.js sendText).
+            let message = json!({ "type": "h2w_send", "text": text, "kind": kind });
+            let answer = io::wait(io::tab_send(tab, frame, &io::to_js(&message))).await;
             let answer = answer.map(|a| io::from_js(&a)).unwrap_or(Value::Null);
             if answer.get("ok") != Some(&Value::Bool(true)) {
                 let detail = answer.get("detail").or(answer.get("error")).and_then(Value::as_str).unwrap_or("no answer from the page").to_string();
@@ -355,6 +368,8 @@ async fn apply_one(id: u64, generation: u64, command: Command) {
             let tick = Closure::once_into_js(move || feed(id, generation, Event::Tick { now_ms: io::now() }));
             io::set_timer(delay, tick.unchecked_ref());
         }
+        // submit() refuses before feeding a running engine, so this is only a safety net.
+        Command::Busy { .. } => io::log("warn", &format!("a submit reached the running task of {key} and was refused")),
         Command::Stop { reason, message, .. } => {
             let label = stop_label(reason);
             set_status(id, &if message.is_empty() { label.to_string() } else { format!("{label}: {message}") });
@@ -392,7 +407,6 @@ fn describe(status: &Status) -> String {
 fn stop_label(reason: StopReason) -> &'static str {
     match reason {
         StopReason::Finished => "idle",
-        StopReason::Superseded => "stopped: superseded",
         StopReason::RepeatedInvalidToolJson => "stopped: repeated invalid tool JSON",
         StopReason::ReplyTimeout => "stopped: reply timeout",
         StopReason::SubmitFailed => "stopped: message could not be sent",

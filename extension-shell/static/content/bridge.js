@@ -229,9 +229,13 @@
     }
     return false;
   }
-  async function sendText(text) {
+  // `kind` is the engine's message kind. Results and repairs go out while the user may have
+  // typed a draft (or pressed Enter while the task ran, which is refused): the draft is put
+  // back once the protocol message has left, instead of being overwritten and lost.
+  async function sendText(text, kind) {
     const c = composer();
     if (!c) return { ok: false, detail: 'composer not found' };
+    const draft = kind === 'tool_result' || kind === 'repair' ? composerText() : '';
     c.style.opacity = '0';
     try {
       fill(text);
@@ -239,10 +243,16 @@
       // The site's ways of sending in its order; the next one only when the composer kept the text.
       for (const method of strategy.submit) {
         if (!(await trySubmit(method, c))) continue;
-        if (await waitEmpty(strategy.clear_timeout_ms)) return { ok: true };
+        if (await waitEmpty(strategy.clear_timeout_ms)) {
+          if (draft) fill(draft);
+          return { ok: true };
+        }
       }
       return { ok: false, detail: 'the page did not take the message (composer still full)' };
     } finally {
+      // Our own Enter, click and submit events were dispatched by now; from here on an Enter
+      // is the user's again and must reach the bridge, not slip past it to the page.
+      selfSendingUntil = 0;
       c.style.opacity = '';
       scheduleReport(0);
     }
@@ -258,6 +268,11 @@
     event.stopPropagation();
     ask({ type: 'h2w_submit', text, snapshot: snapshot() }).then((answer) => {
       if (answer?.ok) return;
+      // One task at a time: the text stays in the composer (and survives the next result).
+      if (answer?.blocked === 'json-bridge-busy') {
+        indicate('Herdr: still working on the previous request; send this once it has answered.', true);
+        return;
+      }
       // Refused (e.g. the site was switched off meanwhile): the user's message still goes out, as typed.
       console.warn('herdr: the bridge refused this message; sending it unbridged', answer);
       sendText(text);
@@ -308,7 +323,7 @@
   chrome.runtime.onMessage.addListener((message, _sender, sendResponse) => {
     if (!sel) return false;
     if (message?.type === 'h2w_send') {
-      sendText(String(message.text ?? '')).then(sendResponse);
+      sendText(String(message.text ?? ''), message.kind).then(sendResponse);
       return true;
     }
     // The page as the adapter reads it, for the handoff (packet, seed confirmation).
