@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::parser::ParsedCall;
 
-/// At most this many calls of one reply run; the rest are refused.
+/// A reply with more calls than this runs none of them (spec §1.6, one batch).
 pub const MAX_CALLS_PER_REPLY: usize = 24;
 /// Longest accepted tool name, in characters.
 pub const MAX_TOOL_NAME_CHARS: usize = 128;
@@ -84,10 +84,22 @@ pub enum Checked {
 
 /// Validate every call of a reply, in order.
 pub fn validate_calls(calls: &[ParsedCall], catalog: &Catalog) -> Vec<Checked> {
+    // The reply's calls are one batch and an oversized batch is refused as a whole: running
+    // only its first part would leave the model's plan half done, in an order it did not choose.
+    let too_many = calls.len() > MAX_CALLS_PER_REPLY;
     calls
         .iter()
         .enumerate()
-        .map(|(i, call)| check_one(i + 1, call, catalog))
+        .map(|(i, call)| {
+            if too_many {
+                let detail = format!(
+                    "Not run: this reply holds {} calls and one reply may hold at most {MAX_CALLS_PER_REPLY}; none of them ran. Send them again split over several replies.",
+                    calls.len()
+                );
+                return Checked::Refused(Refusal { index: i + 1, tool: shorten_name(&call.tool), error: ERR_BATCH_TOO_LARGE, detail });
+            }
+            check_one(i + 1, call, catalog)
+        })
         .collect()
 }
 
@@ -95,12 +107,6 @@ fn check_one(index: usize, call: &ParsedCall, catalog: &Catalog) -> Checked {
     let refuse = |error: &'static str, detail: String| {
         Checked::Refused(Refusal { index, tool: shorten_name(&call.tool), error, detail })
     };
-    if index > MAX_CALLS_PER_REPLY {
-        return refuse(
-            ERR_BATCH_TOO_LARGE,
-            format!("Not run: one reply may hold at most {MAX_CALLS_PER_REPLY} calls. Send this call again in a later reply."),
-        );
-    }
     let name_chars = call.tool.chars().count();
     if name_chars > MAX_TOOL_NAME_CHARS {
         return refuse(

@@ -112,7 +112,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 100, ..ProptestConfig::default() })]
 
     /// Whatever the parser found is checked call by call: one row per call, in order,
-    /// and only a catalog tool with object arguments within the batch limit runs.
+    /// and only a catalog tool with object arguments of a reply within the batch limit runs.
     #[test]
     fn parsed_calls_validate_one_row_each(text in prop_oneof![page_text(), many_calls_text()]) {
         let catalog = Catalog::from_tools(&[serde_json::json!({"name": "herdr_fs_read"})]);
@@ -123,7 +123,7 @@ proptest! {
             match c {
                 Checked::Run(v) => {
                     prop_assert_eq!(v.index, i + 1);
-                    prop_assert!(v.index <= MAX_CALLS_PER_REPLY);
+                    prop_assert!(calls.len() <= MAX_CALLS_PER_REPLY, "a call of an oversized reply ran");
                     prop_assert_eq!(v.tool.as_str(), "herdr_fs_read");
                     prop_assert!(call.args.is_object());
                 }

@@ -42,13 +42,21 @@ fn unknown_tool_and_non_object_args_are_refused() {
 }
 
 #[test]
-fn at_most_24_calls_run_and_the_25th_is_refused() {
-    let calls: Vec<ParsedCall> = (0..MAX_CALLS_PER_REPLY + 2).map(|_| call("a", json!({}))).collect();
-    let out = validate_calls(&calls, &catalog_with(&["a"]));
-    assert_eq!(out.iter().filter(|c| matches!(c, Checked::Run(_))).count(), MAX_CALLS_PER_REPLY);
-    assert_eq!(refusal_error(&out[MAX_CALLS_PER_REPLY - 1]), None);
-    assert_eq!(refusal_error(&out[MAX_CALLS_PER_REPLY]), Some(ERR_BATCH_TOO_LARGE));
-    assert_eq!(refusal_error(&out[MAX_CALLS_PER_REPLY + 1]), Some(ERR_BATCH_TOO_LARGE));
+fn a_reply_of_24_calls_runs_and_one_of_25_runs_none() {
+    let calls = |n: usize| -> Vec<ParsedCall> { (0..n).map(|_| call("a", json!({}))).collect() };
+    let at = validate_calls(&calls(MAX_CALLS_PER_REPLY), &catalog_with(&["a"]));
+    assert!(at.iter().all(|c| matches!(c, Checked::Run(_))));
+    let over = validate_calls(&calls(MAX_CALLS_PER_REPLY + 1), &catalog_with(&["a"]));
+    assert_eq!(over.len(), MAX_CALLS_PER_REPLY + 1, "one row per call");
+    for (i, c) in over.iter().enumerate() {
+        match c {
+            Checked::Refused(r) => {
+                assert_eq!((r.index, r.error), (i + 1, ERR_BATCH_TOO_LARGE));
+                assert!(r.detail.contains("25 calls") && r.detail.contains("none of them ran"), "{}", r.detail);
+            }
+            Checked::Run(_) => panic!("call {} of an oversized reply ran", i + 1),
+        }
+    }
 }
 
 #[test]
