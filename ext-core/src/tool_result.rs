@@ -3,7 +3,7 @@
 //! Unlike the reference, the message stays valid JSON when it has to be shortened: results
 //! that do not fit are replaced by an explicit truncation object with a preview, and a marker
 //! row says that shortening happened. The whole message never exceeds
-//! [`MAX_TOOL_RESULT_CHARS`] characters.
+//! [`MAX_TOOL_RESULT_CHARS`] UTF-16 code units (what the reference's `text.length` counts).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -12,7 +12,8 @@ use crate::parser::{Problem, ReplyState, Variant};
 
 /// Every TOOL_RESULT message starts with this line.
 pub const TOOL_RESULT_PREFIX: &str = "TOOL_RESULT:";
-/// Upper bound on the whole message, prefix included, in characters.
+/// Upper bound on the whole message, prefix included, in UTF-16 code units: the reference's
+/// `text.length`, which is also how chat pages count what fits in their composer.
 pub const MAX_TOOL_RESULT_CHARS: usize = 60_000;
 /// Error details longer than this are cut before any other shrinking.
 pub const MAX_DETAIL_CHARS: usize = 2_000;
@@ -112,7 +113,12 @@ pub fn repair_limit_message(repairs: u32) -> String {
 }
 
 fn message_chars(rows: &[ResultRow]) -> usize {
-    TOOL_RESULT_PREFIX.len() + 1 + chars(&serde_json::to_string(rows).unwrap_or_default())
+    TOOL_RESULT_PREFIX.len() + 1 + units(&serde_json::to_string(rows).unwrap_or_default())
+}
+
+/// Length in UTF-16 code units (a character outside the BMP, e.g. an emoji, counts twice).
+fn units(s: &str) -> usize {
+    s.chars().map(char::len_utf16).sum()
 }
 
 fn chars(s: &str) -> usize {
@@ -167,7 +173,7 @@ fn render_bounded(mut rows: Vec<ResultRow>) -> String {
         let mut sizes: Vec<(usize, usize)> = rows
             .iter()
             .enumerate()
-            .filter_map(|(i, r)| r.result.as_ref().map(|v| (i, chars(&v.to_string()).saturating_sub(4))))
+            .filter_map(|(i, r)| r.result.as_ref().map(|v| (i, units(&v.to_string()).saturating_sub(4))))
             .collect();
         sizes.sort_by_key(|&(_, size)| size);
         let mut budget = MAX_TOOL_RESULT_CHARS - fixed;
@@ -180,7 +186,7 @@ fn render_bounded(mut rows: Vec<ResultRow>) -> String {
                 continue;
             }
             let shrunk = shrink_to(rows[i].result.as_ref().unwrap_or(&Value::Null), share);
-            budget -= chars(&shrunk.to_string()).saturating_sub(4).min(budget);
+            budget -= units(&shrunk.to_string()).saturating_sub(4).min(budget);
             rows[i].result = Some(shrunk);
         }
         rows.push(marker.clone());
@@ -225,7 +231,7 @@ fn shrink_to(value: &Value, max_chars: usize) -> Value {
     if max_chars >= crate::sanitize::MIN_TOTAL_CHARS {
         let limits = crate::sanitize::SanitizeLimits { max_total_chars: max_chars, ..Default::default() };
         let out = crate::sanitize::sanitize(value, &limits);
-        if chars(&out.to_string()) <= max_chars {
+        if units(&out.to_string()) <= max_chars {
             return out;
         }
     }

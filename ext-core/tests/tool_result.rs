@@ -77,6 +77,28 @@ fn a_message_of_exactly_the_limit_is_untouched_and_one_more_is_shrunk() {
     assert_eq!(rows.last().unwrap()["error"], ERR_TRUNCATED);
 }
 
+/// The reference measures `text.length`: UTF-16 code units, so an emoji counts twice.
+fn utf16(s: &str) -> usize {
+    s.encode_utf16().count()
+}
+
+#[test]
+fn the_limit_counts_utf16_units_so_emoji_count_twice() {
+    let base = render_tool_result(vec![ResultRow::success_presented(1, "t", json!(""))], &[]);
+    let room = MAX_TOOL_RESULT_CHARS - utf16(&base);
+    // Exactly at the limit in UTF-16 units: untouched.
+    let at_limit = format!("{}{}", "a".repeat(room % 2), "😀".repeat(room / 2));
+    let exact = render_tool_result(vec![ResultRow::success_presented(1, "t", json!(at_limit))], &[]);
+    assert_eq!(utf16(&exact), MAX_TOOL_RESULT_CHARS);
+    assert!(!exact.contains(ERR_TRUNCATED));
+    // Fewer than 60 000 characters, but more UTF-16 units: shrunk to fit.
+    let filler = "😀".repeat(room / 2 + 1);
+    let over = render_tool_result(vec![ResultRow::success_presented(1, "t", json!(filler))], &[]);
+    assert!(chars(&base) + chars(&filler) < MAX_TOOL_RESULT_CHARS, "the unshrunk message is short in characters");
+    assert!(utf16(&over) <= MAX_TOOL_RESULT_CHARS, "{}", utf16(&over));
+    assert_eq!(body(&over).last().unwrap()["error"], ERR_TRUNCATED);
+}
+
 #[test]
 fn big_results_share_the_budget_and_small_ones_stay_whole() {
     let huge = json!({"text": "é\"\\".repeat(30_000)});
