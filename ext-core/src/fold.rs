@@ -14,7 +14,7 @@
 //! come after the calls.
 
 use crate::parser::{parse_reply, ParseOutcome, ReplyState};
-use crate::protocol_text::BRIDGE_MARKER;
+use crate::protocol_text::{is_js_space, BRIDGE_MARKER};
 use serde::{Deserialize, Serialize};
 
 /// Who wrote a message, as the site adapter classified its DOM root.
@@ -86,11 +86,11 @@ fn user_fold(text: &str) -> Option<FoldLabel> {
     }
 }
 
-/// JavaScript's `/^\s*TOOL_RESULT:/m`: `^` after any line terminator, `\s` Unicode white
-/// space plus the BOM. `\s*` may span lines, which splitting on terminators already covers.
+/// JavaScript's `/^\s*TOOL_RESULT:/m`: `^` after any line terminator, `\s` as JavaScript
+/// has it (Unicode white space without U+0085, plus the BOM). `\s*` may span lines, which splitting on terminators already covers.
 fn has_tool_result_line(text: &str) -> bool {
     text.split(['\n', '\r', '\u{2028}', '\u{2029}'])
-        .any(|line| line.trim_start_matches(|c: char| c.is_whitespace() || c == '\u{feff}').starts_with("TOOL_RESULT:"))
+        .any(|line| line.trim_start_matches(is_js_space).starts_with("TOOL_RESULT:"))
 }
 
 fn assistant_fold(text: &str, outcome: &ParseOutcome) -> Option<FoldLabel> {
@@ -159,7 +159,7 @@ mod tests {
 
     #[test]
     fn user_text_that_only_mentions_the_words_is_not_folded() {
-        for text in ["what does TOOL_RESULT: mean?", "tool_result:\n[]", "TOOL_RESULT\n[]", "hello", ""] {
+        for text in ["what does TOOL_RESULT: mean?", "tool_result:\n[]", "TOOL_RESULT\n[]", "hello", "", "\u{85}TOOL_RESULT:\n[]"] {
             assert_eq!(fold_decision(Role::User, text, true), None, "{text:?}");
         }
     }

@@ -11,7 +11,8 @@ use serde_json::Value;
 pub const BRIDGE_MARKER: &str = "[HERDR_JSON_BRIDGE_V1]";
 /// Introduces the user's own words after the preamble.
 pub const USER_TASK_LABEL: &str = "USER_TASK:";
-/// Tool descriptions are cut to this many characters in the catalog.
+/// Tool descriptions are cut to this many UTF-16 code units in the catalog (the reference's
+/// `slice(0, 520)`; an emoji counts twice and is never cut in half).
 pub const DOC_MAX_CHARS: usize = 520;
 /// Schemas nested deeper than this render as `unknown` (hostile or cyclic-looking input).
 pub const SCHEMA_MAX_DEPTH: usize = 8;
@@ -170,10 +171,22 @@ fn schema_type_at(schema: &Value, depth: usize) -> String {
     }
 }
 
-/// A description made safe for a `/** */` comment: no `*/`, one line, at most 520 chars.
+/// A description made safe for a `/** */` comment: no `*/`, one line, at most 520 UTF-16 units.
 pub fn safe_doc(description: &str) -> String {
     let no_close = description.replace("*/", "* /");
-    let collapsed = no_close.split_whitespace().collect::<Vec<_>>().join(" ");
+    let collapsed = no_close.split(is_js_space).filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" ");
     // The catalog line puts a space before the closing `*/`, so a trailing `*` here is harmless.
-    collapsed.chars().take(DOC_MAX_CHARS).collect()
+    let mut units = 0;
+    collapsed
+        .chars()
+        .take_while(|c| {
+            units += c.len_utf16();
+            units <= DOC_MAX_CHARS
+        })
+        .collect()
+}
+
+/// JavaScript's `\s`: Unicode white space without U+0085, plus the byte-order mark.
+pub(crate) fn is_js_space(c: char) -> bool {
+    (c.is_whitespace() && c != '\u{85}') || c == '\u{feff}'
 }

@@ -79,6 +79,17 @@ fn docs_are_cut_at_exactly_520_chars() {
     assert!(!safe_doc("a */ b */").contains("*/"));
     let api = render_typed_api(&[json!({"name": "t", "description": "*/".repeat(400)})]);
     assert_eq!(api.matches("*/").count(), 1, "only the comment's own closer may remain");
+    // The reference counts UTF-16 units: an emoji takes two, and is never split.
+    let emoji = "😀".repeat(DOC_MAX_CHARS / 2);
+    assert_eq!(safe_doc(&emoji), emoji);
+    assert_eq!(safe_doc(&format!("{emoji}x")), emoji);
+    assert_eq!(safe_doc(&format!("x{emoji}")), format!("x{}", "😀".repeat(DOC_MAX_CHARS / 2 - 1)));
+}
+
+#[test]
+fn docs_collapse_white_space_as_javascript_does() {
+    assert_eq!(safe_doc("  a\t\n b\u{a0}\u{3000}c\u{feff}d  "), "a b c d");
+    assert_eq!(safe_doc("a\u{85}b"), "a\u{85}b", "U+0085 is not white space to JavaScript's \\s");
 }
 
 #[test]
