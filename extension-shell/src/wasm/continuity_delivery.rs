@@ -15,7 +15,9 @@ use serde_json::{Value, json};
 use super::{bridge, continuity_io as cio, io, port};
 use crate::continuity_page::{chatgpt_composer_selector, shown_conversation};
 
-/// Checks that the inserted text is in the composer: attempts × interval.
+/// An insert the composer does not show is tried again, up to this many times (spec §7.5).
+pub const INSERT_ATTEMPTS: u32 = 3;
+/// Checks that the inserted text is in the composer: polls × interval, per insert attempt.
 pub const VERIFY_POLLS: u32 = 10;
 pub const VERIFY_INTERVAL_MS: u64 = 200;
 pub const PUSH_STATE_TIMEOUT_MS: u64 = 4_000;
@@ -92,10 +94,52 @@ fn refusal(code: &str) -> Value {
     json!({ "ok": false, "error": code })
 }
 
+/// Did the composer take `text`? Looked at `VERIFY_POLLS` times, `VERIFY_INTERVAL_MS` apart.
+async fn composer_holds(tab: i32, text: &str) -> bool {
+    let wanted = norm(text);
+    for _ in 0..VERIFY_POLLS {
+        if norm(probe(tab).await.get("text").and_then(Value::as_str).unwrap_or("")).contains(&wanted) {
+            return true;
+        }
+        sleep(VERIFY_INTERVAL_MS).await;
+    }
+    false
+}
+
+/// Inserts `text` over `expected` (what the probe saw) until the composer shows it, at most
+/// `INSERT_ATTEMPTS` times: an editor busy re-rendering can drop an insert or keep only part
+/// of it. What an attempt left of the wake is taken out before the next one and after the
+/// last, so a failed wake never sits half-typed in the user's composer.
+async fn insert_verified(tab: i32, text: &str, expected: &str) -> Result<(), Value> {
+    let selector = chatgpt_composer_selector();
+    let mut expected = expected.to_string();
+    let mut last_strip = Value::Null;
+    for attempt in 1..=INSERT_ATTEMPTS {
+        let inserted = io::wait(cio::insert_main(tab, text, &selector, &expected)).await.map(|v| io::from_js(&v)).unwrap_or(Value::Null);
+        if inserted.get("ok") != Some(&Value::Bool(true)) {
+            let code = inserted.get("error").and_then(Value::as_str).unwrap_or("insert-failed");
+            return Err(json!({ "ok": false, "error": code, "detail": inserted.get("detail"), "insert_attempts": attempt }));
+        }
+        if composer_holds(tab, text).await {
+            return Ok(());
+        }
+        let stripped = io::wait(cio::strip_main(tab, text, &selector)).await.map(|v| io::from_js(&v)).unwrap_or(Value::Null);
+        if stripped.get("ok") != Some(&Value::Bool(true)) {
+            // A piece of the wake may still be there: a further insert would take it for the
+            // user's draft, and nobody can say whether it will be sent.
+            return Err(json!({ "ok": false, "error": "insert-failed", "insert_attempts": attempt, "strip": stripped }));
+        }
+        if stripped.get("stripped") == Some(&Value::Bool(true)) {
+            expected.clear();
+        }
+        last_strip = stripped;
+    }
+    Err(json!({ "ok": false, "error": "insert-failed", "insert_attempts": INSERT_ATTEMPTS, "strip": last_strip }))
+}
+
 /// Puts `text` into the composer of `tab` (which must still show `conv`) and sends it;
 /// `{ok:true, ack}` once the page took it.
 pub async fn attempt(tab: i32, conv: &str, text: &str, last_failed: Option<&str>) -> Value {
-    let wanted = norm(text);
     let page = probe(tab).await;
     if page.get("ok") != Some(&Value::Bool(true)) {
         return json!({ "ok": false, "error": "tab-unreachable", "detail": page.get("error") });
@@ -117,22 +161,8 @@ pub async fn attempt(tab: i32, conv: &str, text: &str, last_failed: Option<&str>
     if action != ComposerAction::SubmitOnly {
         // The page re-checks that the composer still holds what was probed, in the same task
         // as the insert, so a keystroke in between is never overwritten.
-        let inserted = io::wait(cio::insert_main(tab, text, &chatgpt_composer_selector(), &current)).await.map(|v| io::from_js(&v)).unwrap_or(Value::Null);
-        if inserted.get("ok") != Some(&Value::Bool(true)) {
-            let code = inserted.get("error").and_then(Value::as_str).unwrap_or("insert-failed").to_string();
-            return json!({ "ok": false, "error": code, "detail": inserted.get("detail") });
-        }
-        let mut present = false;
-        for _ in 0..VERIFY_POLLS {
-            let now = probe(tab).await;
-            if norm(now.get("text").and_then(Value::as_str).unwrap_or("")).contains(&wanted) {
-                present = true;
-                break;
-            }
-            sleep(VERIFY_INTERVAL_MS).await;
-        }
-        if !present {
-            return refusal("insert-failed");
+        if let Err(failed) = insert_verified(tab, text, &current).await {
+            return failed;
         }
         // The editor's state catches up between insert and Send, longer for a longer text.
         sleep(chatgpt_settle_before_send_ms(text)).await;

@@ -20,6 +20,10 @@ extern "C" {
     /// resolves to `{ok, text}` or `{ok:false, error}` (`user-typing` when it changed).
     #[wasm_bindgen(js_name = insertMain)]
     pub fn insert_main(tab_id: i32, text: &str, selector: &str, expected: &str) -> Promise;
+    /// Empties the composer when all it holds is `text` or a piece of it (never the user's own
+    /// text); resolves to `{ok, stripped}` or `{ok:false, error}`.
+    #[wasm_bindgen(js_name = stripMain)]
+    pub fn strip_main(tab_id: i32, text: &str, selector: &str) -> Promise;
     #[wasm_bindgen(js_name = uiLanguage)]
     pub fn ui_language() -> String;
     #[wasm_bindgen(js_name = setRepeating)]

@@ -67,6 +67,38 @@ export async function insertMain(tabId, text, selector, expected) {
   }
 }
 
+// Takes a wake that did not take back out of the composer, in the page's own JS world like the
+// insert. Only what is ours goes: the composer is emptied when all it holds is the wake text or
+// a piece of it (an editor that took part of the insert); anything else is the user's and stays.
+function stripInMainWorld(text, selector) {
+  const shown = (n) => n.isConnected && (n.offsetParent || n.getBoundingClientRect().width > 0);
+  const all = [...document.querySelectorAll(selector)].filter(shown);
+  const el = all[all.length - 1];
+  if (!el) return { ok: false, error: 'composer-missing' };
+  const norm = (t) => (t || '').replace(/\s+/g, ' ').trim();
+  const before = norm((el.innerText || '').replace(/\u200b/g, ''));
+  if (before === '') return { ok: true, stripped: false };
+  if (!norm(text).includes(before)) return { ok: true, stripped: false, kept: 'not-ours' };
+  el.focus();
+  const range = document.createRange();
+  range.selectNodeContents(el);
+  const selection = window.getSelection();
+  selection.removeAllRanges();
+  selection.addRange(range);
+  document.execCommand('delete', false);
+  const left = norm((el.innerText || '').replace(/\u200b/g, ''));
+  return { ok: left === '', stripped: left === '', ...(left === '' ? {} : { error: 'strip-failed' }) };
+}
+
+export async function stripMain(tabId, text, selector) {
+  try {
+    const [result] = await chrome.scripting.executeScript({ target: { tabId }, world: 'MAIN', func: stripInMainWorld, args: [text, selector] });
+    return result?.result ?? { ok: false, error: 'strip-no-result' };
+  } catch (error) {
+    return { ok: false, error: 'strip-failed', detail: String(error?.message ?? error) };
+  }
+}
+
 // Creates the repeating alarm unless it already runs at this period: re-creating it on every
 // worker start would push its next firing back each time.
 export async function alarmEnsure(name, periodMinutes) {
