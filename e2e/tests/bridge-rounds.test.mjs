@@ -58,6 +58,25 @@ describe('tool rounds on z.ai', () => {
     assert.ok(!stack.store.log.slice(since).some((m) => m.role === 'user' && m.text.includes(draft)), 'the refused text was never sent');
   });
 
+  test('a reply that stops for 1.5 s after its first call is still read whole', async () => {
+    writeFileSync(join(stack.project, 'pause-a.txt'), 'a\n');
+    writeFileSync(join(stack.project, 'pause-b.txt'), 'b\n');
+    const page = await openChat(stack, 'https://chat.z.ai/');
+    const since = stack.store.log.length;
+    await userSends(page, 'Read both pause files.');
+    await nextUserMessage(stack.store, 'zai', (t) => t.includes(MARKER), { sinceIndex: since, what: 'the bridged task' });
+    const first = JSON.stringify({ tool: 'herdr_fs_read', args: { path: 'pause-a.txt' } });
+    const second = JSON.stringify({ tool: 'herdr_fs_read', args: { path: 'pause-b.txt' } });
+    const mark = stack.store.log.length;
+    // Spec §1.10: a reply counts as done only after 2 s without change (4 polls 500 ms apart).
+    await modelReply(page, `${first}\n${second}`, { chunk: first.length + 1, pauseAt: first.length + 1, pauseMs: 1500 });
+    const result = await nextUserMessage(stack.store, 'zai', isToolResult, { sinceIndex: mark, what: 'the TOOL_RESULT' });
+    const rows = toolResultRows(result.text);
+    assert.deepEqual(rows.map((r) => [r.tool, r.ok]), [['herdr_fs_read', true], ['herdr_fs_read', true]], JSON.stringify(rows));
+    await modelReply(page, 'Both read.');
+    await until(async () => (await conversationState(stack, await convKeyOf(page)))?.running === false, { what: 'the task to end' });
+  });
+
   test('malformed tool JSON: one repair round, then the call runs', async () => {
     writeFileSync(join(stack.project, 'repair.txt'), 'repaired-content-7731\n');
     const page = await openChat(stack, 'https://chat.z.ai/');
@@ -77,7 +96,8 @@ describe('tool rounds on z.ai', () => {
     assert.match(JSON.stringify(toolResultRows(result.text)[0].result), /repaired-content-7731/);
     await modelReply(page, 'It says repaired-content-7731.');
     await until(async () => (await conversationState(stack, await convKeyOf(page)))?.running === false, { what: 'the task to end' });
-    assert.equal((await swState(stack)).calls.filter((c) => c.tool === 'herdr_fs_read').length, 1, 'the malformed reply ran nothing');
+    const key = await convKeyOf(page);
+    assert.equal((await swState(stack)).calls.filter((c) => c.tool === 'herdr_fs_read' && c.conv === key).length, 1, 'the malformed reply ran nothing');
   });
 
   test('a dropped port: the in-flight call becomes delivery_unknown, is not re-sent, and the port comes back', async () => {

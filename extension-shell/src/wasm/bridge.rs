@@ -25,7 +25,9 @@ use crate::sites::{BridgeSite, is_root_key};
 pub const JOURNAL_PREFIX: &str = "herdrJournal:";
 pub const CONFIG_KEY: &str = "herdrBridgeConfig";
 /// A reply whose text has not changed for this long (and looks finished) is done.
-pub const REPLY_STABLE_MS: u64 = 1_200;
+/// 2 s is the reference's four unchanged polls 500 ms apart (spec §1.10 `waitForReply`): models
+/// stop for a second or so mid-reply, and a reply taken then runs only its first calls.
+pub const REPLY_STABLE_MS: u64 = 2_000;
 /// Calls kept in the diagnostics log (start/end times for the status page and the figures).
 pub const CALL_LOG_MAX: usize = 200;
 
