@@ -107,6 +107,12 @@ async function endRuntime(stack) {
   await exited;
 }
 
+/// Stops the runtime (what a runtime that is not running looks like to the extension);
+/// `restartRuntime` brings it back.
+export async function stopRuntime(stack) {
+  await endRuntime(stack);
+}
+
 /// Kills the runtime and starts it again on the same socket and state dir (what a
 /// crash or an upgrade looks like to the native host and the extension).
 export async function restartRuntime(stack) {

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync, existsSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { modelReply } from '../lib/fixture-sites.mjs';
-import { startStack, stopStack, openChat, userSends, conversationState, swState, until, hostPids } from '../lib/harness.mjs';
+import { startStack, stopStack, openChat, userSends, conversationState, swState, until, hostPids, stopRuntime, restartRuntime } from '../lib/harness.mjs';
 import { MARKER, nextUserMessage, toolResultRows, isToolResult, convKeyOf, payloadOf } from '../lib/bridge-steps.mjs';
 
 describe('tool rounds on z.ai', () => {
@@ -128,5 +128,23 @@ describe('tool rounds on z.ai', () => {
     await until(async () => (await conversationState(stack, key))?.running === false, { what: 'the task to end' });
     assert.equal(readFileSync(file, 'utf8'), 'ran\n', 'exactly one append');
     assert.equal((await swState(stack)).calls.filter((c) => c.tool === 'herdr_exec' && c.conv === key).length, 1);
+  });
+
+  test('no catalog: the user\'s text goes out as typed, without the bridge', async () => {
+    const page = await openChat(stack, 'https://chat.z.ai/');
+    await stopRuntime(stack);
+    try {
+      const since = stack.store.log.length;
+      const text = 'A plain question while the runtime is down.';
+      await userSends(page, text);
+      // Spec §1.2: no catalog when the user submits → the text is sent unbridged.
+      const sent = await nextUserMessage(stack.store, 'zai', (t) => t.includes('plain question'), { sinceIndex: since, what: 'the unbridged message' });
+      assert.equal(sent.text, text);
+      const key = await convKeyOf(page);
+      await until(async () => /catalog unavailable/.test((await conversationState(stack, key))?.state ?? ''), { what: 'the unbridged status' });
+      assert.equal((await conversationState(stack, key)).running, false);
+    } finally {
+      await restartRuntime(stack);
+    }
   });
 });
