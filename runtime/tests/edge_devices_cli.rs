@@ -195,11 +195,14 @@ fn device_list_shows_which_devices_are_linked() {
     let table = run(&home, &["device", "list"], &laptop_file);
     let text = String::from_utf8_lossy(&table.stdout).to_string();
     let header: Vec<&str> = text.lines().next().unwrap().split_whitespace().collect();
-    assert_eq!(header, ["DEVICE", "NAME", "STATUS", "CONNECTION", "LAST", "SEEN", "THIS"], "{text}");
+    assert_eq!(header, ["DEVICE", "NAME", "STATUS", "CONNECTION", "LAST", "SEEN", "ACTIVE", "RUNNING", "THIS"], "{text}");
     let row = |id: &str| text.lines().find(|l| l.starts_with(id)).unwrap_or_else(|| panic!("{id} in {text}")).split_whitespace().map(str::to_string).collect::<Vec<_>>();
     assert_eq!(row(&desk)[..4], [desk.clone(), "desk".into(), "active".into(), "online".into()], "{text}");
     assert!(row(&desk)[5] == "ago", "{text}");
-    assert_eq!(row(&laptop), [laptop.clone(), "laptop".into(), "active".into(), "offline".into(), "-".into(), "*".into()], "{text}");
+    // Idle: the edge awaits nothing from the desk, and its link (which reported its runtime's health
+    // above) says it runs nothing. The laptop never linked, so nothing was reported.
+    assert_eq!(row(&desk)[6..8], ["0", "0"], "{text}");
+    assert_eq!(row(&laptop), [laptop.clone(), "laptop".into(), "active".into(), "offline".into(), "-".into(), "0".into(), "-".into(), "*".into()], "{text}");
 
     drop(runtime);
     wait_until("the desk to go offline", || (connection(&desk) == "offline").then_some(()));

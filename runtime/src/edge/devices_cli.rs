@@ -88,7 +88,8 @@ pub enum WorkerCommand {
 
 #[derive(clap::Subcommand, Debug)]
 pub enum DeviceCommand {
-    /// List the devices enrolled with this device's edge.
+    /// List the devices enrolled with this device's edge: whether each is linked, when it was last
+    /// heard, and its requests (ACTIVE: awaited by the edge; RUNNING: as its link last reported)
     List {
         /// Print JSON instead of a table
         #[arg(long)]
@@ -378,21 +379,30 @@ pub fn run_device(cmd: DeviceCommand) -> anyhow::Result<()> {
     }
 }
 
-/// The `device list` table: each device's authorization and whether its link is
-/// up right now (`online`, `stale`, `offline`; `-` from an edge too old to say).
+/// The `device list` table: each device's authorization, whether its link is
+/// up right now (`online`, `stale`, `offline`), the calls the edge awaits from it
+/// (ACTIVE) and the requests its link last reported running there (RUNNING).
+/// The two differ when a request outlives the edge's wait. `-` where the edge
+/// does not know (no report yet) or is too old to say.
 fn device_table(answer: &Value, me: &str) -> String {
-    let mut out = format!("{:<31} {:<24} {:<10} {:<10} {:<10} {}\n", "DEVICE", "NAME", "STATUS", "CONNECTION", "LAST SEEN", "THIS");
+    let mut out = format!(
+        "{:<31} {:<24} {:<10} {:<10} {:<10} {:<7} {:<7} {}\n",
+        "DEVICE", "NAME", "STATUS", "CONNECTION", "LAST SEEN", "ACTIVE", "RUNNING", "THIS"
+    );
     for d in answer.get("devices").and_then(Value::as_array).into_iter().flatten() {
         let id = d.get("device_id").and_then(Value::as_str).unwrap_or("");
         let text = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("-").to_string();
+        let count = |k: &str| d.get(k).and_then(Value::as_u64).map_or_else(|| "-".to_string(), |n| n.to_string());
         let seen = d.get("last_seen_ago_ms").and_then(Value::as_u64).map_or_else(|| "-".to_string(), ago);
         out.push_str(&format!(
-            "{:<31} {:<24} {:<10} {:<10} {:<10} {}\n",
+            "{:<31} {:<24} {:<10} {:<10} {:<10} {:<7} {:<7} {}\n",
             id,
             text("name"),
             text("authorization"),
             text("connection"),
             seen,
+            count("active_requests"),
+            count("link_active_requests"),
             if id == me { "*" } else { "" }
         ));
     }
@@ -416,18 +426,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn device_table_shows_the_connection() {
+    fn device_table_shows_the_connection_and_the_requests() {
         let v = json!({"devices": [
-            {"device_id": "dev_A", "name": "laptop", "authorization": "active", "connection": "online", "last_seen_ago_ms": 12_345},
-            {"device_id": "dev_B", "name": "desk", "authorization": "active", "connection": "offline", "last_seen_ago_ms": null},
+            {"device_id": "dev_A", "name": "laptop", "authorization": "active", "connection": "online", "last_seen_ago_ms": 12_345,
+             "active_requests": 1, "link_active_requests": 2},
+            {"device_id": "dev_B", "name": "desk", "authorization": "active", "connection": "offline", "last_seen_ago_ms": null,
+             "active_requests": 0, "link_active_requests": null},
             {"device_id": "dev_C", "name": "old", "authorization": "revoked"},
         ]});
         let table = device_table(&v, "dev_B");
         let rows: Vec<Vec<&str>> = table.lines().map(|l| l.split_whitespace().collect()).collect();
-        assert_eq!(rows[0], ["DEVICE", "NAME", "STATUS", "CONNECTION", "LAST", "SEEN", "THIS"]);
-        assert_eq!(rows[1], ["dev_A", "laptop", "active", "online", "12s", "ago"]);
-        assert_eq!(rows[2], ["dev_B", "desk", "active", "offline", "-", "*"]);
-        assert_eq!(rows[3], ["dev_C", "old", "revoked", "-", "-"]);
+        assert_eq!(rows[0], ["DEVICE", "NAME", "STATUS", "CONNECTION", "LAST", "SEEN", "ACTIVE", "RUNNING", "THIS"]);
+        assert_eq!(rows[1], ["dev_A", "laptop", "active", "online", "12s", "ago", "1", "2"]);
+        assert_eq!(rows[2], ["dev_B", "desk", "active", "offline", "-", "0", "-", "*"]);
+        assert_eq!(rows[3], ["dev_C", "old", "revoked", "-", "-", "-", "-"]);
         assert_eq!([ago(0), ago(999), ago(59_999), ago(60_000), ago(3_600_000), ago(86_400_000)], ["0ms ago", "999ms ago", "59s ago", "1m ago", "1h ago", "1d ago"]);
     }
 

@@ -8,7 +8,7 @@
 //! timeout.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicI64, AtomicU8, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -54,7 +54,10 @@ pub struct LinkConn {
     /// The last-heard time last written to the registry.
     persisted_seen_ms: AtomicI64,
     runtime: Mutex<Option<RuntimeIdentity>>,
-    active_requests: AtomicU32,
+    /// How many requests the link last said its workstation runs (`heartbeat`,
+    /// `status`); `None` until it first says. Not the edge's own count: a
+    /// request goes on running there after the edge stopped waiting for it.
+    reported_active: Mutex<Option<u32>>,
     /// Whether the link's local runtime answered, from its last `status` report:
     /// 0 not reported yet, 1 healthy, 2 not.
     healthy: AtomicU8,
@@ -72,7 +75,7 @@ impl LinkConn {
             last_seen_ms: AtomicI64::new(now_ms),
             persisted_seen_ms: AtomicI64::new(i64::MIN),
             runtime: Mutex::new(runtime),
-            active_requests: AtomicU32::new(0),
+            reported_active: Mutex::new(None),
             healthy: AtomicU8::new(0),
         }
     }
@@ -135,7 +138,7 @@ impl LinkConn {
             *lock(&self.runtime) = Some(r);
         }
         if let Some(n) = active_requests {
-            self.active_requests.store(n, Ordering::Relaxed);
+            *lock(&self.reported_active) = Some(n);
         }
     }
 
@@ -376,7 +379,9 @@ impl LinkHub {
 /// `GET /devices` show it: `connection` (`online`, `stale` past [`STALE_AFTER`]
 /// of silence, `offline` without a link), `health` (`ok` or `runtime_unavailable`
 /// as the link's last `status` report said, else `unknown`), the runtime the link last
-/// reported, `last_seen_ago_ms` and the requests the edge awaits from it.
+/// reported, `last_seen_ago_ms`, the requests the edge awaits from it
+/// (`active_requests`) and the ones the link last reported running
+/// (`link_active_requests`, null without a link or before its first report).
 /// Without a link, `last_seen_ago_ms` comes from `recorded_seen_ms`, the time the
 /// registry holds (null if the device never linked); `(None, None, _)` gives
 /// the row of a device that never linked.
@@ -401,6 +406,7 @@ pub fn live_fields(link: Option<&LinkConn>, recorded_seen_ms: Option<i64>, now_m
             None => recorded_seen_ms.map(|t| now_ms.saturating_sub(t).max(0) as u64),
         },
         "active_requests": link.map(|c| c.in_flight()).unwrap_or(0),
+        "link_active_requests": link.and_then(|c| *lock(&c.reported_active)),
     });
     match fields {
         Value::Object(m) => m,
