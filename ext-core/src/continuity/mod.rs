@@ -77,7 +77,7 @@ pub use handoff::{HandoffError, SeedOutcome, Transfer, TransferStatus, Transfers
 pub use progress::{ProgressSettings, SettingsError, SettingsProblem};
 pub use push_event::{Backoff, Hello, PushEvent, PushStreamError, SettledStatus, SseParser};
 pub use render::{Lang, WakeKind};
-pub use state::{Continuity, ContinuityAction, Settings, Wake, OUTPUT_WAIT_MS};
+pub use state::{Continuity, ContinuityAction, Settings, Wake, OUTPUT_POLL_MS, OUTPUT_WAIT_MS};
 
 #[cfg(test)]
 mod tests;

@@ -15,6 +15,9 @@ use super::wake::{self, ExecDone, HelloOutcome, WakeDecision};
 /// How long a settle wake waits for the pane's `agent_output` (the runtime reads the
 /// pane after publishing the settle).
 pub const OUTPUT_WAIT_MS: u64 = 1_200;
+/// How often the shell calls [`Continuity::on_tick`]: a settle wake whose output never came
+/// goes out at most this long after its wait ends (spec §7.2: 1.2 s in 100 ms polls).
+pub const OUTPUT_POLL_MS: u64 = 100;
 /// Suppressed wakes (Auto off) kept for the popup.
 pub const MAX_SUPPRESSED: usize = 20;
 

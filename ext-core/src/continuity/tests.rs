@@ -44,6 +44,27 @@ fn bound(auto: bool) -> Continuity {
 }
 
 #[test]
+fn a_settle_whose_output_never_comes_wakes_within_one_poll_after_the_1200_ms_wait() {
+    // The shell's clock runs at a phase of its own: whatever it is, the wake goes out no
+    // sooner than 1.2 s and no later than 1.3 s after the settle (spec §7.2, 100 ms polls).
+    for settle_at in (1..=300u64).step_by(7) {
+        let mut c = bound(true);
+        c.on_push_event(working("p1"), 0);
+        assert!(c.on_push_event(settled("p1", 5), settle_at).is_empty());
+        let mut now = 0;
+        let sent_at = loop {
+            now += OUTPUT_POLL_MS;
+            if !wakes(&c.on_tick(now)).is_empty() {
+                break now;
+            }
+            assert!(now < settle_at + 10_000, "no wake at all");
+        };
+        assert!(sent_at >= settle_at + OUTPUT_WAIT_MS, "settle at {settle_at}: sent at {sent_at}, before its output wait ended");
+        assert!(sent_at - settle_at <= 1_300, "settle at {settle_at}: sent {} ms after it", sent_at - settle_at);
+    }
+}
+
+#[test]
 fn a_settle_with_auto_on_wakes_once_with_the_agent_and_its_output() {
     let mut c = bound(true);
     assert!(c.on_push_event(working("p1"), 10).is_empty());

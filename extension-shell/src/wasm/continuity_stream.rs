@@ -18,8 +18,8 @@ use super::{continuity, continuity_io as cio, io, port, store};
 pub const KEEPALIVE_ALARM: &str = "h2w-keepalive";
 pub const PUSH_EVENTS_PATH: &str = "/push/events";
 /// How often the core's next deadline (a settle wake's output wait, a progress tick) is
-/// checked; well under its 1.2 s output wait.
-pub const TICK_CHECK_MS: f64 = 250.0;
+/// checked: the core's poll, so a wake waits at most one poll past its output wait.
+pub const TICK_CHECK_MS: f64 = ext_core::continuity::OUTPUT_POLL_MS as f64;
 
 #[derive(Default)]
 struct Stream {
