@@ -36,6 +36,30 @@ pub fn shown_conversation(url: &str) -> Option<String> {
     identify(url).ok().map(|i| i.conv_key)
 }
 
+/// What the tab a binding remembers says about where its wake goes (spec §7.5 target, step 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RememberedTab {
+    /// It shows the wake's conversation: deliver there.
+    Shows,
+    /// A Project binding's tab shows something else now (`project-target-moved`): the binding
+    /// follows that tab, so another tab still showing the old chat is not where the wake goes.
+    ProjectTargetMoved,
+    /// No tab, a closed one, or one that went elsewhere: look for another tab showing it.
+    Search,
+}
+
+/// `tab_url` is the remembered tab's URL now (None when there is none or it was closed).
+pub fn remembered_tab(project: bool, tab_url: Option<&str>, conv: &str) -> RememberedTab {
+    let Some(url) = tab_url else { return RememberedTab::Search };
+    if shown_conversation(url).as_deref() == Some(conv) {
+        RememberedTab::Shows
+    } else if project {
+        RememberedTab::ProjectTargetMoved
+    } else {
+        RememberedTab::Search
+    }
+}
+
 /// The composer the MAIN-world insert writes into (the ChatGPT adapter's first choice).
 pub fn chatgpt_composer_selector() -> String {
     adapter_for_site(Site::ChatGpt).selectors().composer.into_iter().next().unwrap_or_default()
@@ -111,6 +135,19 @@ mod tests {
         ] {
             assert_eq!(auto_key(key), Err("conversation-unavailable"), "{key:?}");
         }
+    }
+
+    #[test]
+    fn a_project_tab_that_shows_another_chat_is_a_moved_target() {
+        let p = "g-p-0123456789abcdef0123456789abcdef";
+        let active = format!("https://chatgpt.com/g/{p}/c/x1");
+        let shows = format!("https://chatgpt.com/g/{p}-release/c/x1?model=a");
+        assert_eq!(remembered_tab(true, Some(&shows), &active), RememberedTab::Shows);
+        for elsewhere in [format!("https://chatgpt.com/g/{p}/c/x2"), format!("https://chatgpt.com/g/{p}/project"), "https://chatgpt.com/c/y".into()] {
+            assert_eq!(remembered_tab(true, Some(&elsewhere), &active), RememberedTab::ProjectTargetMoved, "{elsewhere}");
+            assert_eq!(remembered_tab(false, Some(&elsewhere), &active), RememberedTab::Search, "{elsewhere}");
+        }
+        assert_eq!(remembered_tab(true, None, &active), RememberedTab::Search, "a closed tab: look for another");
     }
 
     #[test]

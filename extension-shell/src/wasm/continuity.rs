@@ -42,6 +42,7 @@ use ext_core::continuity::{
     Blocked, BindingView, Continuity, ContinuityAction, DeliveryGuard, DeliveryOutcome, Lang, PendingReason, ProgressSettings, PushEvent, Settings,
     TabRef, Wake, WorkspaceRef,
 };
+use ext_core::continuity::bindings::BindingScope;
 use ext_core::continuity::delivery_guard::{STATE_NOT_SAVED, Trigger};
 use ext_core::continuity::progress::{COOLDOWN_FIELD, DEFAULT_COOLDOWN_SEC, DEFAULT_TICK_SEC, MAX_SETTING_SEC, TICK_FIELD};
 use serde_json::{Map, Value, json};
@@ -54,6 +55,8 @@ pub const GUARD_KEY: &str = "herdrDeliveryGuard";
 pub const SETTINGS_KEY: &str = "herdrContinuitySettings";
 /// Deliveries kept for the state view (tests, diagnostics).
 pub const DELIVERY_LOG_MAX: usize = 100;
+/// A Project binding's tab no longer shows the chat its wakes go to (spec §7.5).
+pub const PROJECT_TARGET_MOVED: &str = "project-target-moved";
 
 #[derive(Default)]
 struct State {
@@ -334,9 +337,20 @@ async fn deliver_wake(wake: Wake, trigger: Trigger) -> Value {
         park(PendingReason::Failed("site-not-supported".into()));
         return finish_log(&wake, trigger, json!({ "ok": false, "error": "site-not-supported" }));
     }
-    let Some(tab) = delivery::find_tab(binding.tab_id, &wake.conv_key).await else {
-        park(PendingReason::NoTab);
-        return finish_log(&wake, trigger, json!({ "ok": false, "error": "no_tab" }));
+    let project = binding.scope == BindingScope::Project;
+    // A Project binding's wakes go to the chat it points at now (spec §7.5 target), which may
+    // have changed since this wake was made (a wake sent again from the popup).
+    let conv = if project { binding.target_conv_key().to_string() } else { wake.conv_key.clone() };
+    let tab = match delivery::find_tab(binding.tab_id, &conv, project).await {
+        delivery::TabFound::Tab(tab) => tab,
+        delivery::TabFound::ProjectTargetMoved => {
+            park(PendingReason::Failed(PROJECT_TARGET_MOVED.into()));
+            return finish_log(&wake, trigger, json!({ "ok": false, "error": PROJECT_TARGET_MOVED }));
+        }
+        delivery::TabFound::None => {
+            park(PendingReason::NoTab);
+            return finish_log(&wake, trigger, json!({ "ok": false, "error": "no_tab" }));
+        }
     };
     let tab64 = i64::from(tab);
     // Development installs only: the e2e test of a worker stopped between accept and begin.
@@ -358,9 +372,9 @@ async fn deliver_wake(wake: Wake, trigger: Trigger) -> Value {
     }
     let last_failed = STATE.with(|s| s.borrow().guard.last_failed(tab64).map(str::to_string));
     let result = if zai {
-        delivery::attempt_zai(tab, &wake.conv_key, &wake.text, last_failed.as_deref()).await
+        delivery::attempt_zai(tab, &conv, &wake.text, last_failed.as_deref()).await
     } else {
-        delivery::attempt(tab, &wake.conv_key, &wake.text, last_failed.as_deref()).await
+        delivery::attempt(tab, &conv, &wake.text, last_failed.as_deref()).await
     };
     let outcome = if result.get("ok") == Some(&Value::Bool(true)) {
         DeliveryOutcome::Delivered

@@ -13,7 +13,7 @@ use ext_core::continuity::push_event::Hello;
 use serde_json::{Value, json};
 
 use super::{bridge, continuity_io as cio, io, port};
-use crate::continuity_page::{chatgpt_composer_selector, shown_conversation};
+use crate::continuity_page::{RememberedTab, chatgpt_composer_selector, remembered_tab, shown_conversation};
 
 /// An insert the composer does not show is tried again, up to this many times (spec §7.5).
 pub const INSERT_ATTEMPTS: u32 = 3;
@@ -68,13 +68,23 @@ async fn probe(tab: i32) -> Value {
     ask_tab(tab, json!({ "type": "h2w_composer_probe" })).await
 }
 
+/// Where a wake goes (spec §7.5 target).
+pub enum TabFound {
+    Tab(i32),
+    /// A Project binding's tab shows another chat now (`project-target-moved`).
+    ProjectTargetMoved,
+    None,
+}
+
 /// The tab showing `conv`: the binding's own tab if it still shows it, else any that does and
-/// whose content script answers.
-pub async fn find_tab(remembered: Option<i64>, conv: &str) -> Option<i32> {
+/// whose content script answers. A Project binding's own tab that moved on ends the search.
+pub async fn find_tab(remembered: Option<i64>, conv: &str, project: bool) -> TabFound {
     if let Some(id) = remembered {
         let tab = io::wait(cio::tab_get(id as i32)).await.map(|t| io::from_js(&t)).unwrap_or(Value::Null);
-        if tab.get("url").and_then(Value::as_str).and_then(shown_conversation).as_deref() == Some(conv) {
-            return Some(id as i32);
+        match remembered_tab(project, tab.get("url").and_then(Value::as_str), conv) {
+            RememberedTab::Shows => return TabFound::Tab(id as i32),
+            RememberedTab::ProjectTargetMoved => return TabFound::ProjectTargetMoved,
+            RememberedTab::Search => {}
         }
     }
     let tabs = io::wait(cio::tabs_with_prefix(conv)).await.map(|t| io::from_js(&t)).unwrap_or(Value::Null);
@@ -84,10 +94,10 @@ pub async fn find_tab(remembered: Option<i64>, conv: &str) -> Option<i32> {
             continue;
         }
         if probe(id as i32).await.get("ok") == Some(&Value::Bool(true)) {
-            return Some(id as i32);
+            return TabFound::Tab(id as i32);
         }
     }
-    None
+    TabFound::None
 }
 
 fn refusal(code: &str) -> Value {
