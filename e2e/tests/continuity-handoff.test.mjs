@@ -22,6 +22,7 @@ before(async () => {
   await stack.herdrSim.addAgent({ workspace: 'w1', label: 'repo', pane: 'w1:p1', cwd: stack.project, status: 'idle' });
   await stack.herdrSim.addAgent({ workspace: 'w2', label: 'release', pane: 'w2:p1', cwd: stack.project, status: 'idle' });
   await stack.herdrSim.addAgent({ workspace: 'w3', label: 'lexer', pane: 'w3:p1', cwd: stack.project, status: 'idle' });
+  await stack.herdrSim.addAgent({ workspace: 'w4', label: 'docs', pane: 'w4:p1', cwd: stack.project, status: 'idle' });
 });
 
 after(async () => {
@@ -278,4 +279,60 @@ test('z.ai handoff whose target never takes the seed: uncertain, never sent agai
   assert.equal(after.transfer.status, 'failed');
   assert.equal(after.at, sourceKey);
   assert.equal((await popupMessage(stack, { type: 'h2w_handoff_cancel', id })).error, 'wrong_status');
+});
+
+const DOCS_PROJECT = 'g-p-fedcba9876543210fedcba9876543210';
+const DOCS_PROJECT_KEY = `https://chatgpt.com/g/${DOCS_PROJECT}`;
+
+test('ChatGPT Project handoff on editors that drop the first insert: the request and the seed are inserted again and each goes out once', async () => {
+  const { store } = stack;
+  const since = store.log.length;
+  const page = await stack.context.newPage();
+  stack.pages.push(page);
+  await page.goto(`https://chatgpt.com/g/${DOCS_PROJECT}-docs/project`);
+  await page.waitForFunction(() => document.documentElement.dataset.herdrContinuity === 'ready', null, { timeout: 15_000 });
+  await page.click('#prompt-textarea');
+  await page.keyboard.type('write the install guide');
+  await page.click('button[data-testid="send-button"]');
+  const first = await store.waitFor((m) => m.site === 'chatgpt' && m.role === 'user', { sinceIndex: since, what: 'the first docs message' });
+  await modelReply(page, 'Install guide: start with the toolchain.');
+  const sourceUrl = `https://chatgpt.com/g/${DOCS_PROJECT}-docs/c/${first.chatId}`;
+  await page.waitForURL(sourceUrl);
+  const tabId = await tabIdOf(stack, sourceUrl);
+  await until(async () => {
+    const b = await popupMessage(stack, { type: 'h2w_bind', tabId, workspace: { kind: 'herdr', id: 'w4' }, label: 'docs' });
+    return b.ok ? b : null;
+  }, { timeoutMs: 10_000, what: 'the docs Project binding' });
+
+  // From here on the source's editor drops the next insert, and so does the new chat's.
+  await page.evaluate(() => window.__fixture.setSlowPage({ dropInserts: 1 }));
+  store.slowPage.chatgpt = { dropInserts: 1 };
+  try {
+    const started = await popupMessage(stack, { type: 'h2w_handoff_start', tabId });
+    assert.equal(started.ok, true, JSON.stringify(started));
+    const id = started.transferId;
+    await store.waitFor(
+      (m) => m.chatId === first.chatId && m.role === 'user' && m.text.includes(`<<<HERDR_HANDOFF_V1 id=${id}>>>`),
+      { what: 'the packet request in the docs chat' },
+    );
+    assert.equal(await page.evaluate(() => window.__fixture.droppedInserts()), 1, 'the source editor dropped the first insert');
+    await modelReply(page, `<<<HERDR_HANDOFF_V1 id=${id}>>>\nGoal: the install guide.\n<<<END_HERDR_HANDOFF_V1>>>`);
+    const seed = await store.waitFor(
+      (m) => m.site === 'chatgpt' && m.role === 'user' && m.text.includes(`[HERDR_CONTINUITY_TRANSFER id=${id}]`),
+      { what: 'the seed in a new docs chat' },
+    );
+    const targetKey = `${DOCS_PROJECT_KEY}/c/${seed.chatId}`;
+    const target = stack.context.pages().find((p) => p.url().includes(`/c/${seed.chatId}`));
+    assert.ok(target, 'the new chat is open');
+    assert.equal(await target.evaluate(() => window.__fixture.droppedInserts()), 1, 'the new chat dropped the first insert of the seed');
+    await until(async () => {
+      const s = await sample(id, 'w4', (b) => b.active_conv_key);
+      return s.at === targetKey && s.transfer?.status === 'committed' ? s : null;
+    }, { timeoutMs: 20_000, what: "the docs binding's active chat to move" });
+    const sent = store.userMessages('chatgpt');
+    assert.equal(sent.filter((m) => m.text.includes(`<<<HERDR_HANDOFF_V1 id=${id}>>>`)).length, 1);
+    assert.equal(sent.filter((m) => m.text.includes(`[HERDR_CONTINUITY_TRANSFER id=${id}]`)).length, 1);
+  } finally {
+    store.slowPage.chatgpt = {};
+  }
 });

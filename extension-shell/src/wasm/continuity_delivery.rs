@@ -120,7 +120,7 @@ async fn composer_holds(tab: i32, text: &str) -> bool {
 /// `INSERT_ATTEMPTS` times: an editor busy re-rendering can drop an insert or keep only part
 /// of it. What an attempt left of the wake is taken out before the next one and after the
 /// last, so a failed wake never sits half-typed in the user's composer.
-async fn insert_verified(tab: i32, text: &str, expected: &str) -> Result<(), Value> {
+pub async fn insert_verified(tab: i32, text: &str, expected: &str) -> Result<(), Value> {
     let selector = chatgpt_composer_selector();
     let mut expected = expected.to_string();
     let mut last_strip = Value::Null;

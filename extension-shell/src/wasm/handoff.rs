@@ -33,7 +33,7 @@ use wasm_bindgen::prelude::*;
 use super::continuity_delivery::sleep;
 use super::{continuity, continuity_io as cio, io, store};
 use crate::continuity_handoff::{PageRead, launch_url, seed_outcome};
-use crate::continuity_page::{chatgpt_composer_selector, target_of};
+use crate::continuity_page::target_of;
 
 pub const TRANSFERS_KEY: &str = "herdrConversationTransfers";
 /// How long the source conversation has to write its packet.
@@ -166,9 +166,9 @@ async fn send_raw(kind: PageKind, tab: i32, text: &str) -> Value {
             if read_page(kind, tab).await.is_some_and(|p| p.busy) {
                 return json!({ "ok": false, "error": "generating" });
             }
-            let inserted = io::wait(cio::insert_main(tab, text, &chatgpt_composer_selector(), "")).await.map(|v| io::from_js(&v)).unwrap_or(Value::Null);
-            if inserted.get("ok") != Some(&Value::Bool(true)) {
-                return json!({ "ok": false, "error": inserted.get("error").and_then(Value::as_str).unwrap_or("insert-failed") });
+            // Inserted, checked and tried again as a wake is (spec §7.5), over an empty composer only.
+            if let Err(failed) = super::continuity_delivery::insert_verified(tab, text, "").await {
+                return failed;
             }
             ask_tab(tab, json!({ "type": "h2w_wake_submit", "text": text })).await
         }
