@@ -1,9 +1,10 @@
 //! extension-shell: binds ext-core to `chrome.*` for the unpacked MV3 extension.
 //!
-//! Pure pieces (site table, sender checks, MCP framing, applying the binding migration) are
+//! Pure pieces (site table, sender checks, MCP framing, the catalog cache, applying the binding migration) are
 //! plain Rust tested natively; the `wasm` half (native port, conversations, storage) only runs
 //! inside the service worker, behind the thin `sw.js` bootstrap.
 
+pub mod catalog;
 pub mod continuity_handoff;
 pub mod continuity_page;
 pub mod conversation_state;

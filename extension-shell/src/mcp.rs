@@ -6,9 +6,10 @@ use serde_json::{Value, json};
 pub const MCP_PATH: &str = "/mcp";
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
 pub const CLIENT_NAME: &str = "browser-json-bridge/1";
-/// A tool may legitimately run long (exec); the host clamps this to its own maximum.
-pub const CALL_TIMEOUT_MS: u64 = 120_000;
-pub const LIST_TIMEOUT_MS: u64 = 10_000;
+/// Transport timeout of every bridge MCP request, `tools/list` and `tools/call` alike (spec §1.8
+/// `nativeTimeoutMs`). It outlasts the runtime's longest call (exec and prompt waits stop at
+/// 60 s) and lies inside the host's 1–120 s clamp, so the host applies it unchanged.
+pub const TIMEOUT_MS: u64 = 90_000;
 
 /// Headers every MCP request carries.
 pub fn headers() -> Value {
@@ -22,6 +23,15 @@ pub fn headers() -> Value {
 
 pub fn request_body(id: &str, method: &str, params: Value) -> String {
     json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string()
+}
+
+/// The native host message (spec §6.3 `request`) carrying one MCP request; the port adds its
+/// own frame `id`.
+pub fn host_request(id: &str, method: &str, params: Value) -> Value {
+    json!({
+        "type": "request", "method": "POST", "path": MCP_PATH, "headers": headers(),
+        "body": request_body(id, method, params), "timeout_ms": TIMEOUT_MS,
+    })
 }
 
 /// A failed MCP exchange with a stable code (spec §1.8 names) and a detail for people.
@@ -85,6 +95,18 @@ pub fn tools_of(result: &Value) -> Result<Vec<Value>, McpError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn list_and_call_requests_ask_the_host_for_90_s() {
+        for (method, params) in [("tools/list", json!({})), ("tools/call", json!({ "name": "herdr_exec", "arguments": {} }))] {
+            let message = host_request("browser-json-1", method, params.clone());
+            assert_eq!(message["timeout_ms"], json!(90_000), "{method}");
+            assert_eq!((message["type"].as_str(), message["method"].as_str(), message["path"].as_str()), (Some("request"), Some("POST"), Some("/mcp")));
+            assert_eq!(message["headers"], headers());
+            let body: Value = serde_json::from_str(message["body"].as_str().unwrap()).unwrap();
+            assert_eq!(body, json!({ "jsonrpc": "2.0", "id": "browser-json-1", "method": method, "params": params }));
+        }
+    }
 
     #[test]
     fn plain_json_and_sse_answers() {

@@ -17,6 +17,7 @@ use wasm_bindgen::prelude::*;
 
 use super::port::{self, PortFailure};
 use super::{io, store};
+use crate::catalog::{CatalogCache, Lookup, Ticket, submit_answer};
 use crate::conversation_state::{AUTOMATION_KEY, BINDINGS_KEY, migrate};
 use crate::mcp;
 use crate::sender::VerifiedSender;
@@ -63,7 +64,7 @@ struct Convs {
 thread_local! {
     static CONVS: RefCell<Convs> = RefCell::new(Convs::default());
     static CALL_LOG: RefCell<Vec<Value>> = const { RefCell::new(Vec::new()) };
-    static CATALOG: RefCell<Value> = const { RefCell::new(Value::Null) };
+    static CATALOG: RefCell<CatalogCache> = RefCell::new(CatalogCache::new());
 }
 
 fn config() -> (EngineConfig, u64) {
@@ -255,7 +256,7 @@ pub async fn report(v: VerifiedSender, page_id: String, snapshot: PageSnapshot) 
     apply(id, generation, commands);
     if let Some((transcript, message_id, generation)) = resume {
         wasm_bindgen_futures::spawn_local(async move {
-            match fetch_catalog().await {
+            match refresh_catalog().await {
                 Ok(catalog) => feed(id, generation, Event::Resume { transcript, message_id, catalog, now_ms: io::now() }),
                 Err(e) => io::log("warn", &format!("cannot resume after reload, catalog unavailable: {}", e.detail)),
             }
@@ -277,9 +278,9 @@ pub async fn submit(v: VerifiedSender, page_id: String, text: String, snapshot: 
     if CONVS.with(|c| c.borrow().by_id.get(&id).is_some_and(|conv| conv.engine.is_running())) {
         return busy;
     }
-    let catalog = fetch_catalog().await;
-    let bridged = catalog.is_ok();
-    let error = catalog.as_ref().err().map(|e| e.code.clone());
+    // A new task reloads the catalog: the runtime may have been restarted with other tools.
+    let catalog = refresh_catalog().await;
+    let answer = submit_answer(catalog.as_deref());
     // The reply already on the page must not be taken for the answer to this task.
     let previous = interpret(&snapshot).ok().and_then(|view| view.latest_reply.map(|r| r.entry.message_id()));
     // Checked again: another submit may have started a task while the catalog was fetched.
@@ -300,7 +301,7 @@ pub async fn submit(v: VerifiedSender, page_id: String, text: String, snapshot: 
         Some(Some(generation)) => generation,
     };
     feed(id, generation, Event::Submit { text, catalog: catalog.ok(), previous_reply_id: previous, now_ms: io::now() });
-    json!({ "ok": true, "bridged": bridged, "error": error })
+    answer
 }
 
 /// Feeds an event to a conversation's engine if it is still the same engine generation.
@@ -436,8 +437,8 @@ async fn run_call(id: u64, generation: u64, conv_key: String, call: ExecCall) {
 
 /// One `tools/call` through the port, mapped to how the engine must treat it.
 pub async fn call_tool(tool: &str, arguments: Value) -> CallReply {
-    let body = mcp::request_body(&format!("browser-json-{}", io::now()), "tools/call", json!({ "name": tool, "arguments": arguments }));
-    match port::http("POST", mcp::MCP_PATH, mcp::headers(), Some(body), mcp::CALL_TIMEOUT_MS).await {
+    let message = mcp::host_request(&format!("browser-json-{}", io::now()), "tools/call", json!({ "name": tool, "arguments": arguments }));
+    match port::request(message).await {
         Ok(answer) => match mcp::read_result(answer.status, &answer.body) {
             Ok(result) => CallReply::Ok { result },
             Err(e) => CallReply::Failed { error: e.code, detail: e.detail },
@@ -453,24 +454,34 @@ pub async fn call_tool(tool: &str, arguments: Value) -> CallReply {
     }
 }
 
-/// The live `tools/list`, fetched through the port each time a task starts.
-pub async fn fetch_catalog() -> Result<Vec<Value>, mcp::McpError> {
-    let body = mcp::request_body(&format!("browser-json-{}", io::now()), "tools/list", json!({}));
+/// The catalog as cached (see `crate::catalog` for when it is loaded).
+pub async fn catalog() -> Result<Vec<Value>, mcp::McpError> {
+    match CATALOG.with(|c| c.borrow_mut().lookup(io::now())) {
+        Lookup::Ready(tools) => Ok(tools),
+        Lookup::Unavailable(e) => Err(e),
+        Lookup::Load(ticket) => load_catalog(ticket).await,
+    }
+}
+
+/// The live `tools/list`, fetched now whatever is cached.
+pub async fn refresh_catalog() -> Result<Vec<Value>, mcp::McpError> {
+    let ticket = CATALOG.with(|c| c.borrow_mut().refresh());
+    load_catalog(ticket).await
+}
+
+async fn load_catalog(ticket: Ticket) -> Result<Vec<Value>, mcp::McpError> {
+    let message = mcp::host_request(&format!("browser-json-{}", io::now()), "tools/list", json!({}));
     let failure = |code: String, detail: String| mcp::McpError { code, detail };
-    let answer = match port::http("POST", mcp::MCP_PATH, mcp::headers(), Some(body), mcp::LIST_TIMEOUT_MS).await {
-        Ok(a) => a,
-        Err(PortFailure::Lost { detail }) => return Err(failure("native-port-lost".into(), detail)),
-        Err(PortFailure::Host { code, detail }) | Err(PortFailure::NotSent { code, detail }) => return Err(failure(code, detail)),
+    let result = match port::request(message).await {
+        Ok(answer) => mcp::read_result(answer.status, &answer.body),
+        Err(PortFailure::Lost { detail }) => Err(failure("native-port-lost".into(), detail)),
+        Err(PortFailure::Host { code, detail }) | Err(PortFailure::NotSent { code, detail }) => Err(failure(code, detail)),
     };
-    let result = mcp::read_result(answer.status, &answer.body)?;
-    let tools = mcp::tools_of(&result)?;
-    let names: Vec<&str> = tools.iter().filter_map(|t| t.get("name").and_then(Value::as_str)).collect();
-    CATALOG.with(|c| *c.borrow_mut() = json!({ "count": tools.len(), "names": names, "meta": result.get("_meta"), "at": io::now() }));
-    Ok(tools)
+    CATALOG.with(|c| c.borrow_mut().finish(ticket, result, io::now()))
 }
 
 pub fn last_catalog() -> Value {
-    CATALOG.with(|c| c.borrow().clone())
+    CATALOG.with(|c| c.borrow().describe())
 }
 
 pub fn call_log() -> Value {

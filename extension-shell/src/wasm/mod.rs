@@ -48,8 +48,9 @@ pub async fn start() -> Result<(), JsValue> {
     port::ensure_connected();
     continuity::start();
     handoff::start();
+    // Fetched eagerly, so the first task's pages find it ready (spec §1.2).
     wasm_bindgen_futures::spawn_local(async {
-        let _ = bridge::fetch_catalog().await;
+        let _ = bridge::refresh_catalog().await;
     });
     Ok(())
 }
@@ -124,7 +125,7 @@ async fn route(message: Value, sender: Value) -> Value {
                     Ok(snapshot) => bridge::submit(verified, text("pageId"), text("text"), snapshot).await,
                     Err(refusal) => refusal,
                 },
-                "h2w_catalog" => match bridge::fetch_catalog().await {
+                "h2w_catalog" => match bridge::catalog().await {
                     Ok(tools) => json!({ "ok": true, "tools": tools }),
                     Err(e) => json!({ "ok": false, "error": e.code, "detail": e.detail }),
                 },
@@ -160,11 +161,11 @@ async fn route(message: Value, sender: Value) -> Value {
     }
 }
 
-/// `{tool, args}` from a verified page: only names in the live catalog run.
+/// `{tool, args}` from a verified page: only names in the cached catalog run.
 async fn direct_call(message: &Value) -> Value {
     let tool = message.get("tool").and_then(Value::as_str).unwrap_or("").trim().to_string();
     let args = message.get("args").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
-    let catalog = match bridge::fetch_catalog().await {
+    let catalog = match bridge::catalog().await {
         Ok(c) => c,
         Err(e) => return json!({ "ok": false, "error": e.code, "detail": e.detail }),
     };
@@ -222,7 +223,8 @@ async fn status() -> Value {
         None => json!({ "ok": false, "reachable": runtime_reachable,
             "fix": "Start the runtime: herdr-mcp serve (in your project folder)" }),
     };
-    let catalog = if health.is_some() { bridge::fetch_catalog().await.map(|t| t.len()).ok() } else { None };
+    // Reloaded like the health above: this page shows the runtime as it is now.
+    let catalog = if health.is_some() { bridge::refresh_catalog().await.map(|t| t.len()).ok() } else { None };
     let herdr_ok = health.as_ref().and_then(|h| h.pointer("/herdr/status")).and_then(Value::as_str).is_some_and(|s| s == "ok" || s == "available" || s == "connected");
     let sites: serde_json::Map<String, Value> = ALL_SITES.into_iter().map(|s| (s.slug().to_string(), Value::Bool(site_enabled(s)))).collect();
     json!({
@@ -272,19 +274,19 @@ pub async fn call_tool(tool: String, arguments: JsValue) -> JsValue {
 /// The same request as `call_tool`, through a one-shot `sendNativeMessage` (a new host process).
 #[wasm_bindgen]
 pub async fn call_tool_oneshot(tool: String, arguments: JsValue) -> JsValue {
-    let body = crate::mcp::request_body("oneshot", "tools/call", json!({ "name": tool, "arguments": io::from_js(&arguments) }));
-    let message = json!({ "type": "request", "oneshot": true, "id": "oneshot", "method": "POST", "path": crate::mcp::MCP_PATH,
-        "headers": crate::mcp::headers(), "body": body, "timeout_ms": crate::mcp::CALL_TIMEOUT_MS });
+    let mut message = crate::mcp::host_request("oneshot", "tools/call", json!({ "name": tool, "arguments": io::from_js(&arguments) }));
+    message["oneshot"] = Value::Bool(true);
+    message["id"] = Value::from("oneshot");
     match io::wait(io::send_native_once(port::HOST_NAME, &io::to_js(&message))).await {
         Ok(v) => v,
         Err(e) => io::to_js(&json!({ "ok": false, "error": format!("{e:?}") })),
     }
 }
 
-/// Catalog through the port, for measuring cold start to catalog ready.
+/// The catalog as a page would get it, for measuring cold start to catalog ready.
 #[wasm_bindgen]
 pub async fn catalog_ready() -> JsValue {
-    match bridge::fetch_catalog().await {
+    match bridge::catalog().await {
         Ok(tools) => io::to_js(&json!({ "ok": true, "count": tools.len() })),
         Err(e) => io::to_js(&json!({ "ok": false, "error": e.code, "detail": e.detail })),
     }

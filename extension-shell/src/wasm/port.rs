@@ -241,11 +241,16 @@ pub async fn exchange(mut message: Value) -> Result<Value, PortFailure> {
 
 /// An HTTP request to the runtime through the host.
 pub async fn http(method: &str, path: &str, headers: Value, body: Option<String>, timeout_ms: u64) -> Result<HttpAnswer, PortFailure> {
-    let frame = exchange(json!({
+    request(json!({
         "type": "request", "method": method, "path": path, "headers": headers,
         "body": body, "timeout_ms": timeout_ms,
     }))
-    .await?;
+    .await
+}
+
+/// Posts a ready-made `request` message (e.g. `mcp::host_request`) and reads its HTTP answer.
+pub async fn request(message: Value) -> Result<HttpAnswer, PortFailure> {
+    let frame = exchange(message).await?;
     Ok(HttpAnswer {
         status: frame.get("status").and_then(Value::as_u64).unwrap_or(0) as u16,
         body: frame.get("body").and_then(Value::as_str).unwrap_or("").to_string(),
