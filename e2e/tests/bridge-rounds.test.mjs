@@ -130,8 +130,34 @@ describe('tool rounds on z.ai', () => {
     assert.equal((await swState(stack)).calls.filter((c) => c.tool === 'herdr_exec' && c.conv === key).length, 1);
   });
 
-  test('no catalog: the user\'s text goes out as typed, without the bridge', async () => {
+  test('the catalog: cached for checks, reloaded for each task; none → the text goes out unbridged', async () => {
     const page = await openChat(stack, 'https://chat.z.ai/');
+    // A page's direct call, through the real routing (as the content script's message arrives).
+    const check = () =>
+      stack.sw.evaluate(() =>
+        globalThis.herdr.shell.handle_message(
+          { type: 'h2w_call', site: 'z.ai', convKey: 'https://chat.z.ai/c/catalog-check', tool: 'herdr_not_a_tool', args: {} },
+          { tab: { id: 1, url: 'https://chat.z.ai/c/catalog-check' }, frameId: 0 },
+        ),
+      );
+    const loads = async () => (await swState(stack)).catalog.loads;
+    const task = async (text) => {
+      const since = stack.store.log.length;
+      await userSends(page, text);
+      await nextUserMessage(stack.store, 'zai', (t) => t.includes(MARKER) && t.includes(text), { sinceIndex: since, what: `the bridged task "${text}"` });
+      await modelReply(page, 'Done.');
+      await until(async () => (await conversationState(stack, await convKeyOf(page)))?.running === false, { what: 'the task to end' });
+    };
+
+    // Spec §1.2: checks use the catalog in memory; a new task loads it again.
+    assert.equal((await check()).error, 'unknown-tool');
+    const cached = await loads();
+    assert.equal((await check()).error, 'unknown-tool');
+    assert.equal((await check()).error, 'unknown-tool');
+    assert.equal(await loads(), cached, 'checks did not ask the runtime for the catalog');
+    await task('First task.');
+    assert.equal(await loads(), cached + 1, 'the task reloaded the catalog once');
+
     await stopRuntime(stack);
     try {
       const since = stack.store.log.length;
@@ -143,8 +169,19 @@ describe('tool rounds on z.ai', () => {
       const key = await convKeyOf(page);
       await until(async () => /catalog unavailable/.test((await conversationState(stack, key))?.state ?? ''), { what: 'the unbridged status' });
       assert.equal((await conversationState(stack, key)).running, false);
+      // After a failed load the catalog is not asked for again for 5 s: the second check,
+      // right after the first, answers the same failure without a load.
+      const first = await check();
+      const afterFirst = await loads();
+      const second = await check();
+      assert.notEqual(first.error, 'unknown-tool', JSON.stringify(first));
+      assert.equal(second.error, first.error);
+      assert.match(second.detail, /not asked for again for \d+ ms/);
+      assert.equal(await loads(), afterFirst, 'no load during the quiet time');
     } finally {
       await restartRuntime(stack);
     }
+    // The runtime is back: the next task reloads the catalog at once, quiet time or not.
+    await task('Second task.');
   });
 });
