@@ -28,9 +28,10 @@ use std::time::Duration;
 
 use axum::body::Body;
 use bytes::Bytes;
-use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode, header};
+use http::uri::Authority;
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode, Uri, header};
 use http_body_util::{BodyExt, Limited};
-use rmcp::model::ProtocolVersion;
+use rmcp::model::{CallToolResult, ProtocolVersion, ServerJsonRpcMessage, ServerResult};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{
@@ -41,6 +42,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::MAX_BODY_BYTES;
 use super::envelope::{Envelope, LocalAnswer, check_envelope};
+use super::fast_tools_call::PlainToolsCall;
 use super::framing;
 use super::jsonrpc::{self, INVALID_REQUEST};
 use super::mcp::{McpHandler, SUPPORTED_PROTOCOL_VERSIONS, ServerState};
@@ -228,6 +230,11 @@ impl McpEndpoint {
         if let Some(local) = envelope.local {
             return self.answer_locally(local, &parts.headers, envelope.method.as_deref().unwrap_or_default());
         }
+        if let Some(call) = envelope.tools_call
+            && rmcp_would_hand_over_as_is(&parts.uri, &parts.headers)
+        {
+            return self.call_tool(call).await;
+        }
         let is_tools_list = envelope.method.as_deref() == Some("tools/list");
         let handshake = is_tools_list || envelope.method.as_deref() == Some("initialize");
         let frame = handshake && accepts_sse(&parts.headers);
@@ -246,6 +253,41 @@ impl McpEndpoint {
         }
         // A tool call's JSON goes out as rmcp wrote it: nothing more on that path.
         if is_tools_list || frame { self.one_answer(response, is_tools_list, frame).await } else { response }
+    }
+
+    /// A plain `tools/call` without a session, answered here as rmcp's stateless
+    /// service answers it, byte for byte (`endpoint_tests` compares the two). That
+    /// service parses the body a second time and builds a one-shot transport and a
+    /// service loop for every request, which on a 2-core machine costs more than
+    /// reading a small file does.
+    async fn call_tool(&self, call: PlainToolsCall) -> Response<Body> {
+        let PlainToolsCall { id, name, arguments } = call;
+        let state = Arc::clone(&self.inner.state);
+        // A task of its own, as rmcp gives every handler: a client that hangs up
+        // drops this future, and must not cut a change short halfway through.
+        let task = tokio::spawn(async move { super::mcp::call_tool(&state, &name, arguments).await });
+        let result = match task.await {
+            Ok(result) => result,
+            Err(e) => {
+                tracing::error!(error = %e, "a tool call ended without an answer");
+                return jsonrpc::error_response(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    jsonrpc::INTERNAL_ERROR,
+                    "Internal error: the tool call ended without an answer",
+                    Some(id.into_json_value()),
+                );
+            }
+        };
+        let size_hint = reply_size_hint(&result);
+        let mut result = ServerResult::CallToolResult(result);
+        // What rmcp's handler does for every peer before 2026-07-28, the only
+        // ones this path serves (`rmcp_would_hand_over_as_is`).
+        result.strip_result_type_for_legacy_peer();
+        result.strip_non_object_output_for_legacy_peer();
+        match framing::json_body(&ServerJsonRpcMessage::response(result, id), size_hint) {
+            Ok(response) => response,
+            Err(e) => internal_error(format!("cannot write the tool's answer: {e}")),
+        }
     }
 
     /// What the endpoint answers without rmcp, once the session checks passed.
@@ -273,6 +315,37 @@ impl McpEndpoint {
         let text = if is_tools_list { self.inner.patch_message(&text).unwrap_or(text) } else { text };
         if frame { framing::sse_frame(parts, &text) } else { framing::json(parts, text) }
     }
+}
+
+/// About the size of a tool call's JSON-RPC answer, so that it is written without
+/// growing its buffer: the text blocks, about as much again for
+/// `structuredContent` (the same payload), and room for escapes.
+fn reply_size_hint(result: &CallToolResult) -> usize {
+    let text: usize = result.content.iter().filter_map(|block| block.as_text()).map(|t| t.text.len()).sum();
+    text * 2 + text / 4 + 256
+}
+
+/// True when rmcp's stateless service would take a request with this target and
+/// these headers as it is: a well-formed `Host` (or an authority in the target), a
+/// JSON `Content-Type` (or none, which the endpoint fills in) and no
+/// `MCP-Protocol-Version` but one this server negotiates. Those all predate
+/// 2026-07-28, whose header checks and result shapes only rmcp knows. (rmcp's
+/// allowed hosts and origins are off here: the TCP layer checks them, see `auth`.)
+fn rmcp_would_hand_over_as_is(uri: &Uri, headers: &HeaderMap) -> bool {
+    let host = match headers.get(header::HOST) {
+        Some(host) => host.to_str().is_ok_and(|host| Authority::try_from(host).is_ok()),
+        None => uri.authority().is_some(),
+    };
+    let json = headers.get(header::CONTENT_TYPE).is_none_or(|v| {
+        v.to_str().is_ok_and(|v| {
+            let essence = v.split_once(';').map_or(v, |(essence, _)| essence);
+            essence.trim().eq_ignore_ascii_case("application/json")
+        })
+    });
+    host && json
+        && headers
+            .get(&PROTOCOL_VERSION_HEADER)
+            .is_none_or(|v| SUPPORTED_PROTOCOL_VERSIONS.iter().any(|s| v.as_bytes() == s.as_bytes()))
 }
 
 fn internal_error(message: String) -> Response<Body> {
@@ -450,3 +523,7 @@ async fn normalize_error(response: Response<Body>) -> Response<Body> {
     }
     out
 }
+
+#[cfg(test)]
+#[path = "endpoint_tests.rs"]
+mod endpoint_tests;

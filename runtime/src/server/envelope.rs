@@ -11,6 +11,7 @@ use http::{Response, StatusCode};
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetMeta, JsonRpcRequest};
 use serde_json::Value;
 
+use super::fast_tools_call::{PlainToolsCall, parse_plain_tools_call};
 use super::jsonrpc::{self, INVALID_REQUEST, PARSE_ERROR};
 use crate::mcp_discover::{self, is_openai_client_name, meta_names_openai_client};
 
@@ -25,6 +26,8 @@ pub(super) struct Envelope {
     /// An `initialize` whose `clientInfo.name` is one of OpenAI's (spec §3: such a
     /// client is stateless).
     pub openai_client: bool,
+    /// A plain `tools/call`, already read: the endpoint may answer it itself.
+    pub tools_call: Option<PlainToolsCall>,
 }
 
 pub(super) enum LocalAnswer {
@@ -40,7 +43,7 @@ pub(super) enum LocalAnswer {
 
 impl Envelope {
     fn of_method(method: Option<String>) -> Self {
-        Envelope { method, local: None, openai_client: false }
+        Envelope { method, local: None, openai_client: false, tools_call: None }
     }
 }
 
@@ -48,8 +51,8 @@ impl Envelope {
 #[allow(clippy::result_large_err, reason = "the error is the HTTP answer itself, built at most once per request")]
 pub(super) fn check_envelope(bytes: &Bytes) -> Result<Envelope, Response<Body>> {
     // Most bodies are plain tool calls, which a light parse recognises for sure.
-    if super::fast_tools_call::is_plain_tools_call(bytes) {
-        return Ok(Envelope::of_method(Some("tools/call".to_string())));
+    if let Some(call) = parse_plain_tools_call(bytes) {
+        return Ok(Envelope { tools_call: Some(call), ..Envelope::of_method(Some("tools/call".to_string())) });
     }
     // Almost every other body is a well-formed request or notification: one parse
     // into rmcp's model settles it. Anything else gets the step-by-step diagnosis.
@@ -99,7 +102,7 @@ fn of_request(request: &JsonRpcRequest<ClientRequest>) -> Result<Envelope, Respo
         &request.request,
         ClientRequest::InitializeRequest(init) if is_openai_client_name(&init.params.client_info.name)
     );
-    Ok(Envelope { method: Some(method.to_string()), local, openai_client })
+    Ok(Envelope { method: Some(method.to_string()), local, openai_client, tools_call: None })
 }
 
 /// Whether a `server/discover` request's `_meta` names one of OpenAI's clients.
@@ -173,6 +176,7 @@ fn diagnose_envelope(bytes: &Bytes) -> Result<Envelope, Response<Body>> {
             method,
             local: Some(LocalAnswer::Discover { id: None, openai: false }),
             openai_client: false,
+            tools_call: None,
         }),
         Ok(_) => Ok(Envelope::of_method(method)),
     }

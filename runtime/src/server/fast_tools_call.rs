@@ -1,30 +1,43 @@
-//! A cheap recogniser for the request the endpoint sees most: a plain, well-formed
+//! A cheap reader for the request the endpoint sees most: a plain, well-formed
 //! `tools/call`.
 //!
 //! The endpoint must know a request's method before rmcp sees it, and rmcp's own
 //! message model is costly to parse (untagged enums buffer the whole message and
-//! try variant after variant); rmcp then parses the body once more itself. This
-//! recogniser accepts only a strict subset of what rmcp accepts as a `tools/call`:
-//! exactly the members `jsonrpc` ("2.0"), `id` (integer or string), `method`
-//! ("tools/call") and `params` holding `name` (string) and optionally `arguments`
-//! (object or null). Anything else, including `_meta` or an extra member, is left
-//! to the full check, so the answer never differs from the slow path's.
+//! try variant after variant). This reader accepts only a strict subset of what
+//! rmcp accepts as a `tools/call`: exactly the members `jsonrpc` ("2.0"), `id`
+//! (integer or string), `method` ("tools/call") and `params` holding `name`
+//! (string) and optionally `arguments` (object or null). Anything else, including
+//! `_meta` or an extra member, is left to the full check. What it reads (id, name,
+//! arguments) is what rmcp would read from the same body, so the endpoint can
+//! answer such a call without handing the body to rmcp to parse again.
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 
+use rmcp::model::{JsonObject, RequestId};
 use serde::Deserialize;
-use serde::de::{self, IgnoredAny, MapAccess, Visitor};
+use serde::de::{self, Visitor};
 
-/// True when `body` is certainly a well-formed `tools/call` request.
-pub fn is_plain_tools_call(body: &[u8]) -> bool {
-    // serde_json checks UTF-8 only in the strings it builds, not in those it skips
-    // (the arguments), while rmcp builds every string and refuses the body.
-    let Ok(body) = std::str::from_utf8(body) else { return false };
-    match serde_json::from_str::<Message>(body) {
-        Ok(message) => message.jsonrpc == "2.0" && message.method == "tools/call",
-        Err(_) => false,
+/// A plain `tools/call`, read from its body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlainToolsCall {
+    pub id: RequestId,
+    pub name: String,
+    /// `None` when the body has no `arguments` or `"arguments": null`, as for rmcp.
+    pub arguments: Option<JsonObject>,
+}
+
+/// The call `body` holds when it is certainly a well-formed `tools/call` request.
+pub fn parse_plain_tools_call(body: &[u8]) -> Option<PlainToolsCall> {
+    // serde_json checks UTF-8 only in the strings it builds, not in those it skips,
+    // while rmcp builds every string and refuses the body; so check it all first.
+    let body = simdutf8::basic::from_utf8(body).ok()?;
+    let message = serde_json::from_str::<Message>(body).ok()?;
+    if message.jsonrpc != "2.0" || message.method != "tools/call" {
+        return None;
     }
+    Some(PlainToolsCall { id: message.id.0, name: message.params.name.into_owned(), arguments: message.params.arguments })
 }
 
 #[derive(Deserialize)]
@@ -32,18 +45,16 @@ pub fn is_plain_tools_call(body: &[u8]) -> bool {
 struct Message<'a> {
     #[serde(borrow)]
     jsonrpc: Cow<'a, str>,
-    #[allow(dead_code, reason = "parsed only to check its shape")]
     id: Id,
     #[serde(borrow)]
     method: Cow<'a, str>,
     #[serde(borrow)]
-    #[allow(dead_code, reason = "parsed only to check its shape")]
     params: Params<'a>,
 }
 
-/// rmcp's request id: a string or a number that fits an `i64`. Checked by a visitor
+/// rmcp's request id: a string or a number that fits an `i64`. Read by a visitor
 /// rather than an untagged enum, which would buffer the value and try each variant.
-struct Id;
+struct Id(RequestId);
 
 impl<'de> Deserialize<'de> for Id {
     fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -53,14 +64,17 @@ impl<'de> Deserialize<'de> for Id {
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a string or an integer that fits an i64")
             }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Id, E> {
-                Ok(Id)
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<Id, E> {
+                Ok(Id(RequestId::Number(n)))
             }
             fn visit_u64<E: de::Error>(self, n: u64) -> Result<Id, E> {
-                if i64::try_from(n).is_ok() { Ok(Id) } else { Err(E::invalid_value(de::Unexpected::Unsigned(n), &self)) }
+                match i64::try_from(n) {
+                    Ok(n) => Ok(Id(RequestId::Number(n))),
+                    Err(_) => Err(E::invalid_value(de::Unexpected::Unsigned(n), &self)),
+                }
             }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<Id, E> {
-                Ok(Id)
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Id, E> {
+                Ok(Id(RequestId::String(Arc::from(s))))
             }
         }
         // `deserialize_any`: serde_json hands an integer to visit_i64/visit_u64, a
@@ -71,44 +85,39 @@ impl<'de> Deserialize<'de> for Id {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-#[allow(dead_code, reason = "parsed only to check its shape")]
 struct Params<'a> {
     #[serde(borrow)]
     name: Cow<'a, str>,
     #[serde(default)]
-    arguments: Option<AnyObject>,
-}
-
-/// Any JSON object, skipped without building it.
-struct AnyObject;
-
-impl<'de> Deserialize<'de> for AnyObject {
-    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct ObjectVisitor;
-        impl<'de> Visitor<'de> for ObjectVisitor {
-            type Value = AnyObject;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<AnyObject, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(AnyObject)
-            }
-        }
-        deserializer.deserialize_map(ObjectVisitor)
-    }
+    arguments: Option<JsonObject>,
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
 
+    fn is_plain_tools_call(body: &[u8]) -> bool {
+        parse_plain_tools_call(body).is_some()
+    }
+
+    /// The call as rmcp reads it from `body`, if it reads a `tools/call` there.
+    pub(in crate::server) fn rmcp_reading(body: &[u8]) -> Option<PlainToolsCall> {
+        match serde_json::from_slice::<ClientJsonRpcMessage>(body) {
+            Ok(ClientJsonRpcMessage::Request(r)) => match r.request {
+                ClientRequest::CallToolRequest(call) => Some(PlainToolsCall {
+                    id: r.id,
+                    name: call.params.name.into_owned(),
+                    arguments: call.params.arguments,
+                }),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     fn rmcp_sees_tools_call(body: &str) -> bool {
-        matches!(
-            serde_json::from_str::<ClientJsonRpcMessage>(body),
-            Ok(ClientJsonRpcMessage::Request(r)) if matches!(r.request, ClientRequest::CallToolRequest(_))
-        )
+        rmcp_reading(body.as_bytes()).is_some()
     }
 
     #[test]
@@ -125,7 +134,24 @@ mod tests {
         ] {
             assert!(is_plain_tools_call(body.as_bytes()), "{body}");
             assert!(rmcp_sees_tools_call(body), "rmcp disagrees on {body}");
+            assert_eq!(parse_plain_tools_call(body.as_bytes()), rmcp_reading(body.as_bytes()), "{body}");
         }
+    }
+
+    #[test]
+    fn the_call_read_is_the_one_rmcp_reads() {
+        let call = |body: &str| parse_plain_tools_call(body.as_bytes()).expect("a plain tools/call");
+        let read = call(r#"{"jsonrpc":"2.0","id":"r\u00e9q","method":"tools/call","params":{"name":"herdr_fs_read","arguments":{"path":"a\nb","n":[1,2.5,-3],"o":{"k":null},"d":1,"d":2}}}"#);
+        assert_eq!(read.id, RequestId::String(Arc::from("réq")));
+        assert_eq!(read.name, "herdr_fs_read");
+        let arguments = read.arguments.clone().expect("arguments");
+        assert_eq!(arguments["path"], "a\nb");
+        assert_eq!(arguments["n"], serde_json::json!([1, 2.5, -3]));
+        assert_eq!(arguments["d"], 2, "a repeated key keeps its last value, as in rmcp's reading");
+        assert_eq!(Some(read), rmcp_reading(br#"{"jsonrpc":"2.0","id":"r\u00e9q","method":"tools/call","params":{"name":"herdr_fs_read","arguments":{"path":"a\nb","n":[1,2.5,-3],"o":{"k":null},"d":1,"d":2}}}"#));
+        assert_eq!(call(r#"{"jsonrpc":"2.0","id":-7,"method":"tools/call","params":{"name":"t"}}"#).id, RequestId::Number(-7));
+        assert_eq!(call(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":null}}"#).arguments, None);
+        assert_eq!(call(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{}}}"#).arguments, Some(JsonObject::new()));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::sync::{Arc, LazyLock};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode,
-    Implementation, InitializeResult, ListToolsResult, MetaObject, PaginatedRequestParams, ProtocolVersion,
+    Implementation, InitializeResult, JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams, ProtocolVersion,
     ServerCapabilities, Tool,
 };
 use rmcp::service::RequestContext;
@@ -154,9 +154,7 @@ impl ServerHandler for McpHandler {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let arguments = request.arguments.map(Value::Object);
-        let output = self.state.registry.call(&self.state.ctx, &request.name, arguments).await;
-        Ok(CallToolResponse::Complete(to_call_result(output)))
+        Ok(CallToolResponse::Complete(call_tool(&self.state, &request.name, request.arguments).await))
     }
 
     /// rmcp's default answers with the bare method name as the message; the spec's
@@ -168,6 +166,12 @@ impl ServerHandler for McpHandler {
     ) -> Result<CustomResult, McpError> {
         Err(McpError::new(ErrorCode::METHOD_NOT_FOUND, super::jsonrpc::method_not_found_message(&request.method), None))
     }
+}
+
+/// Runs one tool call: the answer to `tools/call`, in a session or not.
+pub async fn call_tool(state: &ServerState, name: &str, arguments: Option<JsonObject>) -> CallToolResult {
+    let output = state.registry.call(&state.ctx, name, arguments.map(Value::Object)).await;
+    to_call_result(output)
 }
 
 /// The payload as compact JSON, in a buffer sized up front: growing it while a
