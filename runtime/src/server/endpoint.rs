@@ -11,6 +11,9 @@
 //!   JSON, without a session or with a live one (see `discover`);
 //! - a request carrying `Mcp-Session-Id`, or an `initialize` from a client that
 //!   accepts SSE → the session service (normal MCP clients);
+//! - a plain `tools/call` (see `fast_tools_call`) with headers rmcp would take as
+//!   they are → answered here, the same bytes rmcp's stateless service would
+//!   send, without its second parse and per-request service (`call_tool`);
 //! - everything else → the stateless service.
 //!
 //! Either way the answer leaves as spec §3 frames it (see `framing`): one SSE
