@@ -24,7 +24,7 @@ relays the extension's calls over stdin/stdout to the herdr-mcp runtime's Unix s
 ($HERDR_EXTENSION_ORIGIN overrides it for development).
 
 You run it yourself only to register it with a browser:
-  herdr-nmhost install                      # every browser profile folder that exists
+  herdr-nmhost install                      # every browser installed or with a profile folder
   herdr-nmhost install --browser chromium   # one browser
   herdr-nmhost install --user-data-dir DIR  # a browser started with --user-data-dir=DIR
   herdr-nmhost status                       # what is registered where, and whether it works
@@ -42,7 +42,7 @@ struct Cli {
 #[derive(clap::Args, Debug)]
 struct Target {
     /// chrome, chromium, brave, edge or all (default: all; install writes only where the
-    /// browser's profile folder exists)
+    /// browser's profile folder exists or its program is on PATH)
     #[arg(long, value_name = "BROWSER")]
     browser: Option<String>,
     /// A browser profile started with --user-data-dir=DIR: use DIR/NativeMessagingHosts.
@@ -193,13 +193,20 @@ fn locations_for(target: &Target, for_writing: bool) -> Result<Vec<Location>> {
     if !for_writing || explicit.is_some() {
         return Ok(all);
     }
-    // Without an explicit browser, only register with browsers that have a profile folder, so
-    // installing does not create config trees for browsers that are not there.
-    let present: Vec<Location> =
-        all.into_iter().filter(|l| l.dir.parent().is_some_and(|p| p.is_dir())).collect();
+    // Without an explicit browser, only register with browsers that are there, so installing
+    // does not create config trees for browsers that are not. A browser installed but never
+    // started has no profile folder yet; its program on PATH counts, so that a first install
+    // on a fresh machine already works when the browser starts.
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let present: Vec<Location> = browsers
+        .iter()
+        .zip(all)
+        .filter(|(browser, l)| l.dir.parent().is_some_and(|p| p.is_dir()) || browser.is_on_path(&path))
+        .map(|(_, l)| l)
+        .collect();
     if present.is_empty() {
         bail!(
-            "no Chrome, Chromium, Brave or Edge profile folder found: start the browser once, or name it with --browser chrome|chromium|brave|edge (or --user-data-dir DIR)"
+            "no Chrome, Chromium, Brave or Edge found (neither a profile folder nor its program on PATH): install one, or name it with --browser chrome|chromium|brave|edge (or --user-data-dir DIR)"
         );
     }
     Ok(present)

@@ -43,6 +43,23 @@ impl Browser {
         }
     }
 
+    /// The names its Linux packages put on `PATH`.
+    fn programs(self) -> &'static [&'static str] {
+        match self {
+            Browser::Chrome => &["google-chrome", "google-chrome-stable"],
+            Browser::Chromium => &["chromium", "chromium-browser"],
+            Browser::Brave => &["brave-browser", "brave"],
+            Browser::Edge => &["microsoft-edge", "microsoft-edge-stable"],
+        }
+    }
+
+    /// Whether one of its programs is an executable in a directory of `path` (a `PATH` value).
+    pub fn is_on_path(self, path: &std::ffi::OsStr) -> bool {
+        std::env::split_paths(path)
+            .filter(|dir| dir.is_absolute())
+            .any(|dir| self.programs().iter().any(|program| is_executable(&dir.join(program))))
+    }
+
     pub fn parse(name: &str) -> Option<Vec<Browser>> {
         match name {
             "all" => Some(Browser::ALL.to_vec()),
@@ -255,6 +272,22 @@ mod tests {
         assert_eq!(Browser::parse("brave").unwrap(), vec![Browser::Brave]);
         assert!(Browser::parse("firefox").is_none());
         assert_eq!(Browser::Brave.config_subdir(), "BraveSoftware/Brave-Browser");
+    }
+
+    #[test]
+    fn a_browser_is_found_by_its_program_on_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        let bin = tmp.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let path = std::env::join_paths([bin.as_path()]).unwrap();
+        assert!(!Browser::Chromium.is_on_path(&path));
+        // Not executable: not a program.
+        std::fs::write(bin.join("chromium"), b"").unwrap();
+        assert!(!Browser::Chromium.is_on_path(&path));
+        fake_binary(&bin);
+        std::fs::rename(bin.join("herdr-nmhost"), bin.join("google-chrome-stable")).unwrap();
+        assert!(Browser::Chrome.is_on_path(&path));
+        assert!(!Browser::Chromium.is_on_path(&path) && !Browser::Brave.is_on_path(&path));
     }
 
     #[test]

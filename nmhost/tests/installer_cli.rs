@@ -7,10 +7,16 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// With an empty `PATH`, so that the browsers of the machine running the test count as absent.
 fn run(args: &[&str], config_home: &Path) -> Output {
+    run_with_path(args, config_home, "")
+}
+
+fn run_with_path(args: &[&str], config_home: &Path, path: &str) -> Output {
     Command::new(support::host::binary())
         .args(args)
         .env("XDG_CONFIG_HOME", config_home)
+        .env("PATH", path)
         .env_remove("HERDR_EXTENSION_ORIGIN")
         .output()
         .expect("run herdr-nmhost")
@@ -75,13 +81,16 @@ fn install_status_uninstall_into_a_user_data_dir() {
 #[test]
 fn per_browser_folders_follow_xdg_config_home() {
     let tmp = tempfile::tempdir().unwrap();
-    // With no browser profile folder at all, a default install refuses instead of guessing.
-    // `--browser all` means the same: every browser that is there.
+    // With no browser profile folder and no browser on PATH, a default install refuses instead
+    // of guessing. `--browser all` means the same: every browser that is there.
     for args in [&["install"][..], &["install", "--browser", "all"]] {
         let o = run(args, tmp.path());
         assert_eq!(o.status.code(), Some(1), "{o:?}");
         let err = String::from_utf8_lossy(&o.stderr);
-        assert!(err.contains("start the browser once") && err.contains("--browser chrome"), "{args:?}: {err}");
+        assert!(
+            err.contains("neither a profile folder nor its program on PATH") && err.contains("--browser chrome"),
+            "{args:?}: {err}"
+        );
     }
 
     // An explicit browser is installed even before its first start.
@@ -105,6 +114,31 @@ fn per_browser_folders_follow_xdg_config_home() {
     assert!(chrome_dir.join("dev.herdr.mcp.json").exists());
     assert!(stdout(&o).contains("left"));
     assert!(status_json(&[], tmp.path()).iter().all(|r| r["installed"] == false));
+}
+
+/// A fresh machine: the browser is installed but was never started, so it has no profile folder
+/// yet. Registering must not wait for that first start (scripts/run.sh registers right away).
+#[test]
+fn a_browser_never_started_is_found_on_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("config");
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let chromium = bin.join("chromium");
+    std::fs::write(&chromium, b"#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&chromium, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("/nonexistent:{}", bin.display());
+
+    let o = run_with_path(&["install"], &config, &path);
+    assert!(o.status.success(), "{o:?}");
+    assert!(stdout(&o).starts_with("chromium: installed "), "{}", stdout(&o));
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(config.join("chromium/NativeMessagingHosts/dev.herdr.mcp.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["allowed_origins"], serde_json::json!([support::host::PINNED_ORIGIN]));
+    // Only that browser: no config tree for the others.
+    let created: Vec<_> = std::fs::read_dir(&config).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(created, ["chromium"]);
 }
 
 #[test]
@@ -135,7 +169,8 @@ fn help_explains_both_roles() {
     // (per_browser_folders_follow_xdg_config_home); only install skips the missing ones.
     for sub in ["status", "uninstall"] {
         let help = stdout(&run(&[sub, "--help"], tmp.path()));
-        assert!(help.contains("default: all; install writes only where"), "{sub} --help:\n{help}");
+        let default = "default: all; install writes only where the browser's profile folder exists or its program is on PATH";
+        assert!(help.contains(default), "{sub} --help:\n{help}");
     }
     let rows = status_json(&[], tmp.path());
     assert_eq!(rows.len(), 4, "status covers every browser: {rows:?}");
