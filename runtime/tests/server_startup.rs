@@ -236,6 +236,10 @@ async fn logs_to_a_pipe_or_file_carry_no_colour_escapes() {
     rt.terminate();
     let text = rt.stderr();
     assert!(text.contains("herdr-mcp serving"), "{text}");
+    // Which project is served, in the line that says it serves.
+    let root = repo.path().canonicalize().unwrap();
+    let serving = text.lines().find(|l| l.contains("herdr-mcp serving")).unwrap();
+    assert!(serving.contains(&format!(" roots={} ", root.display())), "{serving}");
     assert!(!text.contains('\u{1b}'), "escape codes in a non-terminal log: {text:?}");
     // Values are written for people, not as Rust's Debug (`None`, `Some(..)`).
     assert!(!text.contains("=None") && !text.contains("Some("), "{text}");

@@ -92,8 +92,11 @@ pub async fn serve(listen: ListenConfig, state: Arc<ServerState>, shutdown: Canc
     let app = with_runtime_generation(app, generation);
     let stop = shutdown.clone();
     tasks.spawn(async move { axum::serve(unix_listener, app).with_graceful_shutdown(stop.cancelled_owned()).await });
+    // The roots in the first line a person sees: a start from the wrong folder shows at once.
+    let roots = state.ctx.policy.managed_roots().iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(",");
     tracing::info!(
         socket = %socket_guard.path().display(),
+        %roots,
         tcp = %tcp_addr.map_or_else(|| "off".to_string(), |a| a.to_string()),
         tools = state.registry.len(),
         contract = %state.contract_hash,
