@@ -39,6 +39,9 @@ scripts/build-extension.sh
 # this only checks it is there, e2e/lib/herdr-sim.mjs asks cargo for its path the same way).
 cargo test -p herdr-mcp --test herdr_sim_server --no-run
 
+step "scripts/run.sh with the debug binaries in place of its release build (too slow for this command)"
+scripts/test-run-sh.sh "$bin_dir"
+
 step "e2e tests (real headless Chromium)"
 (cd e2e && node --test --test-concurrency=1 tests/)
 
