@@ -39,7 +39,7 @@ if [ "$profile" != dev ] && command -v wasm-opt >/dev/null; then
   wasm-opt -Os --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext --enable-mutable-globals -o "$bg.opt" "$bg" && mv "$bg.opt" "$bg"
 fi
 
-raw=$(stat -c %s "$bg")
+raw=$(wc -c < "$bg" | tr -d " ")  # wc, not GNU stat -c: also works on macOS and BSD
 gz=$(gzip -9 -c "$bg" | wc -c)
 printf 'build-extension: %s\n  service-worker WASM: %d bytes raw, %d bytes gzip (budget %d raw)\n' "$out" "$raw" "$gz" "$BUDGET_BYTES"
 if [ "$profile" != dev ] && [ "$raw" -gt "$BUDGET_BYTES" ]; then
