@@ -3,7 +3,8 @@
 //!   herdr_sim_server --serve <socket>
 //!
 //! serves the simulated Herdr API on `<socket>`, prints `{"ready":true,...}` once it
-//! listens, then reads one JSON command per stdin line (see herdr_sim_server/commands.rs)
+//! listens (with Herdr's timings; `HERDR_SIM_POLL_MS` and `HERDR_SIM_DETECTION_MS`
+//! shorten the subscription poll and the `unknown` phase of a detected agent), then reads one JSON command per stdin line (see herdr_sim_server/commands.rs)
 //! and prints one JSON ack line per command. It stops on `{"cmd":"stop"}` or when stdin
 //! closes (the test that started it is gone).
 //!
@@ -104,6 +105,13 @@ fn serve(runtime: &Runtime, socket: PathBuf) -> Result<(), String> {
     let sim = runtime
         .block_on(HerdrSim::start_at(&socket))
         .map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
+    let ms = |var: &str| std::env::var(var).ok().and_then(|v| v.parse::<u64>().ok()).map(std::time::Duration::from_millis);
+    if let Some(poll) = ms("HERDR_SIM_POLL_MS") {
+        sim.set_poll_interval(poll);
+    }
+    if let Some(delay) = ms("HERDR_SIM_DETECTION_MS") {
+        sim.set_detection_delay(delay);
+    }
     print_line(&json!({"ready": true, "socket": socket, "pid": std::process::id()}))?;
     let result = command_loop(&sim);
     drop(sim);

@@ -4,6 +4,13 @@
 //! `"id":""` for unparseable requests, and `events.subscribe` streams with
 //! underscored lifecycle names and dotted parameterised ones. Tests script the
 //! state (workspaces, panes, agents and their statuses) and inject faults.
+//!
+//! Events behave as section E of spec/herdr.md records real Herdr: a replaying
+//! 512-event hub polled every 100 ms, one event per subscription per poll (see
+//! [`hub`]); new agents `unknown` for about 3 s, then `idle` (E.5,
+//! [`HerdrSim::detect_agent`]); agent targets by pane id or set name only (E.6); no
+//! event when a pane's cwd changes (E.7, [`HerdrSim::set_pane_cwd`]). The timings
+//! default to the real ones and tests may shorten them.
 #![allow(dead_code)]
 
 use std::collections::HashMap;
@@ -14,10 +21,11 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
 mod agent_waits;
 pub mod harness;
+pub mod hub;
 mod output_wait;
 pub mod params;
 pub mod screen;
@@ -30,6 +38,8 @@ const FIRST_LINE_TIMEOUT: Duration = Duration::from_secs(5);
 /// `agent.prompt` with `wait` from a non-working agent fails with
 /// `agent_prompt_stalled` when its state does not change within this (spec §3).
 pub const PROMPT_STALL: Duration = Duration::from_secs(5);
+/// How long a freshly detected agent shows `unknown` before `idle` (spec E.5: about 3 s).
+pub const DETECTION_DELAY: Duration = Duration::from_secs(3);
 
 /// How the simulator misbehaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,9 +57,11 @@ pub enum Fault {
     TaskGroup,
 }
 
-struct Subscriber {
-    subscriptions: Vec<Value>,
-    tx: mpsc::UnboundedSender<String>,
+/// Timings a test may shorten; the defaults are Herdr's.
+#[derive(Debug, Clone, Copy)]
+struct Timing {
+    poll: Duration,
+    detection: Duration,
 }
 
 #[derive(Default)]
@@ -74,7 +86,13 @@ struct Shared {
     fault: Mutex<Option<Fault>>,
     method_faults: Mutex<HashMap<String, Fault>>,
     requests: Mutex<Vec<Value>>,
-    subscribers: Mutex<Vec<Subscriber>>,
+    /// The event hub every subscription reads from (spec E.1).
+    hub: Mutex<hub::Hub>,
+    /// Open `events.subscribe` streams.
+    streams: Mutex<usize>,
+    /// Bumped to close every open stream (a restarting Herdr).
+    kill: watch::Sender<u64>,
+    timing: Mutex<Timing>,
     /// Methods whose answers are made but not yet sent, and how many wait per method.
     held: Mutex<HashMap<String, usize>>,
     /// Bumped on every state change, subscriber change and request (event-driven waits).
@@ -115,11 +133,6 @@ fn herdr_agent_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
 }
 
-/// The dotted subscription name of an underscored lifecycle event (`pane_created` → `pane.created`).
-fn dotted(name: &str) -> String {
-    name.replacen('_', ".", 1)
-}
-
 impl Shared {
     fn bump(&self) {
         self.changes.send_modify(|g| *g += 1);
@@ -142,35 +155,21 @@ impl Shared {
         }
     }
 
+    /// Puts a lifecycle event into the hub; subscriptions pick it up at their next poll.
     fn emit_lifecycle(&self, name: &str, mut data: Value) {
         data["type"] = json!(name);
         let line = json!({"data": data, "event": name}).to_string();
-        let want = dotted(name);
-        let subs = self.subscribers.lock().unwrap();
-        for s in subs.iter() {
-            if s.subscriptions.iter().any(|x| str_of(x, "type") == Some(want.as_str())) {
-                let _ = s.tx.send(line.clone());
-            }
-        }
+        self.hub.lock().unwrap().push(name, &data, line);
     }
 
+    /// Puts a status change into the hub, for the status subscriptions of its pane.
     fn emit_status(&self, pane_id: &str, workspace_id: &str, status: &str, agent: Option<&str>) {
         let mut data = json!({"agent_status": status, "pane_id": pane_id, "workspace_id": workspace_id});
         if let Some(a) = agent {
             data["agent"] = json!(a);
         }
-        let line = json!({"data": data, "event": "pane.agent_status_changed"}).to_string();
-        let subs = self.subscribers.lock().unwrap();
-        for s in subs.iter() {
-            // `agent_status`, when given, narrows the subscription to that status.
-            if s.subscriptions.iter().any(|x| {
-                str_of(x, "type") == Some("pane.agent_status_changed")
-                    && str_of(x, "pane_id") == Some(pane_id)
-                    && str_of(x, "agent_status").is_none_or(|want| want == status)
-            }) {
-                let _ = s.tx.send(line.clone());
-            }
-        }
+        let line = json!({"data": data, "event": hub::STATUS_EVENT}).to_string();
+        self.hub.lock().unwrap().push(hub::STATUS_EVENT, &data, line);
     }
 
     /// Checks the panes of parameterised subscriptions; `Err` names the first unknown
@@ -263,6 +262,27 @@ impl Shared {
                 ok(json!({"type": "pane_list", "panes": panes}))
             }
             "agent.list" => ok(json!({"type": "agent_list", "agents": self.state.lock().unwrap().agents})),
+            "pane.get" => {
+                let pane = str_of(params, "pane_id").unwrap_or_default();
+                match self.state.lock().unwrap().panes.iter().find(|p| str_of(p, "pane_id") == Some(pane)) {
+                    Some(p) => ok(json!({"type": "pane_info", "pane": p})),
+                    None => err("pane_not_found", format!("pane {pane} not found")),
+                }
+            }
+            "workspace.get" => {
+                let id = str_of(params, "workspace_id").unwrap_or_default();
+                match self.state.lock().unwrap().workspaces.iter().find(|w| str_of(w, "workspace_id") == Some(id)) {
+                    Some(w) => ok(json!({"type": "workspace_info", "workspace": w})),
+                    None => err("workspace_not_found", format!("workspace {id} not found")),
+                }
+            }
+            "tab.get" => {
+                let id = str_of(params, "tab_id").unwrap_or_default();
+                match self.state.lock().unwrap().tabs.iter().find(|t| str_of(t, "tab_id") == Some(id)) {
+                    Some(t) => ok(json!({"type": "tab_info", "tab": t})),
+                    None => err("tab_not_found", format!("tab {id} not found")),
+                }
+            }
             "agent.get" => {
                 let target = str_of(params, "target").unwrap_or_default();
                 match self.agent_by_target(target) {
@@ -501,6 +521,24 @@ async fn read_first_line(reader: &mut BufReader<tokio::net::unix::OwnedReadHalf>
     Some(line)
 }
 
+/// Counts an open stream while it lives.
+struct StreamGuard(Arc<Shared>);
+
+impl StreamGuard {
+    fn open(shared: &Arc<Shared>) -> StreamGuard {
+        *shared.streams.lock().unwrap() += 1;
+        shared.bump();
+        StreamGuard(Arc::clone(shared))
+    }
+}
+
+impl Drop for StreamGuard {
+    fn drop(&mut self) {
+        *self.0.streams.lock().unwrap() -= 1;
+        self.0.bump();
+    }
+}
+
 async fn serve_connection(shared: Arc<Shared>, stream: UnixStream) {
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
@@ -578,31 +616,41 @@ async fn serve_connection(shared: Arc<Shared>, stream: UnixStream) {
                 return;
             }
         };
-        // Registered before the ack is written: a client that has its ack must
-        // get every later event (they queue in the channel until the ack is out).
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        for line in initial {
-            let _ = tx.send(line);
-        }
-        shared.subscribers.lock().unwrap().push(Subscriber { subscriptions, tx });
-        shared.bump();
+        // The cursors are set when the request is taken: lifecycle types at 0 (they
+        // replay the ring), status types at the hub's current sequence (spec E.1, E.3).
+        let mut cursors = shared.hub.lock().unwrap().cursors(&subscriptions);
+        let _open = StreamGuard::open(&shared);
+        let mut kill = shared.kill.subscribe();
         let ack = json!({"id": id, "result": {"type": "subscription_started"}});
         if write.write_all(format!("{ack}\n").as_bytes()).await.is_err() {
             return;
         }
-        // Streams until the client hangs up (Herdr notices a closed peer, so does this).
+        for line in initial {
+            if write.write_all(format!("{line}\n").as_bytes()).await.is_err() {
+                return;
+            }
+        }
+        // Every poll interval, at most one event per subscription (spec E.2), until
+        // the client hangs up (Herdr notices a closed peer, so does this) or the
+        // simulator closes every stream.
+        let poll = shared.timing.lock().unwrap().poll;
+        let mut ticks = tokio::time::interval(poll);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut sink = [0u8; 64];
         loop {
             tokio::select! {
-                line = rx.recv() => match line {
-                    Some(line) if write.write_all(format!("{line}\n").as_bytes()).await.is_ok() => {}
-                    _ => break,
-                },
+                _ = ticks.tick() => {
+                    let lines = shared.hub.lock().unwrap().poll(&mut cursors);
+                    for line in lines {
+                        if write.write_all(format!("{line}\n").as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                }
                 read = reader.read(&mut sink) => if matches!(read, Ok(0) | Err(_)) { break },
+                _ = kill.changed() => break,
             }
         }
-        drop(rx);
-        shared.bump();
         return;
     }
     let reply = match shared.dispatch(method, params).await {
@@ -640,7 +688,10 @@ impl HerdrSim {
             fault: Mutex::new(None),
             method_faults: Mutex::new(HashMap::new()),
             requests: Mutex::new(vec![]),
-            subscribers: Mutex::new(vec![]),
+            hub: Mutex::new(hub::Hub::default()),
+            streams: Mutex::new(0),
+            kill: watch::channel(0).0,
+            timing: Mutex::new(Timing { poll: hub::POLL_INTERVAL, detection: DETECTION_DELAY }),
             held: Mutex::new(HashMap::new()),
             changes,
         });
@@ -922,14 +973,86 @@ impl HerdrSim {
 
     /// Closes every open subscription (as a restarting Herdr would).
     pub fn drop_subscribers(&self) {
-        self.shared.subscribers.lock().unwrap().clear();
+        self.shared.kill.send_modify(|g| *g += 1);
         self.shared.bump();
     }
 
+    /// Open `events.subscribe` streams.
     pub fn subscriber_count(&self) -> usize {
-        let mut subs = self.shared.subscribers.lock().unwrap();
-        subs.retain(|s| !s.tx.is_closed());
-        subs.len()
+        *self.shared.streams.lock().unwrap()
+    }
+
+    /// Shortens (or restores) how often subscriptions are polled (Herdr: 100 ms);
+    /// streams opened from now on use it.
+    pub fn set_poll_interval(&self, poll: Duration) {
+        self.shared.timing.lock().unwrap().poll = poll;
+    }
+
+    /// Shortens (or restores) how long a detected agent stays `unknown` (Herdr: about 3 s).
+    pub fn set_detection_delay(&self, delay: Duration) {
+        self.shared.timing.lock().unwrap().detection = delay;
+    }
+
+    /// Events in the hub's ring now (at most 512), and ever.
+    pub fn hub_events(&self) -> (usize, u64) {
+        let hub = self.shared.hub.lock().unwrap();
+        (hub.len(), hub.pushed())
+    }
+
+    /// Requests served so far (every method, subscriptions included).
+    pub fn request_count(&self) -> usize {
+        self.shared.requests.lock().unwrap().len()
+    }
+
+    /// A shell in the pane changes directory: `pane.get` (and the lists, the snapshot)
+    /// show the new cwd, and nothing is emitted on any subscription (spec E.7). Its
+    /// agent, if any, is in that directory too.
+    pub fn set_pane_cwd(&self, pane_id: &str, cwd: &str) {
+        {
+            let mut st = self.shared.state.lock().unwrap();
+            let p = st.panes.iter_mut().find(|p| str_of(p, "pane_id") == Some(pane_id)).expect("pane exists");
+            p["cwd"] = json!(cwd);
+            p["foreground_cwd"] = json!(cwd);
+            if let Some(a) = st.agents.iter_mut().find(|a| str_of(a, "pane_id") == Some(pane_id)) {
+                a["cwd"] = json!(cwd);
+                a["foreground_cwd"] = json!(cwd);
+            }
+        }
+        self.shared.bump();
+    }
+
+    /// An agent process starts in a pane and Herdr detects it (spec E.5, D.7): it shows
+    /// `unknown` with `state_change_seq` 0 for the detection delay (about 3 s), then
+    /// `idle` (a status change like any other). Unlike [`HerdrSim::add_agent`], which
+    /// scripts an agent already settled in its status, this is the start of a new one.
+    pub fn detect_agent(&self, pane_id: &str, kind: &str, name: Option<&str>) {
+        self.add_named_agent(pane_id, kind, "unknown", name);
+        {
+            let mut st = self.shared.state.lock().unwrap();
+            if let Some(a) = st.agents.iter_mut().find(|a| str_of(a, "pane_id") == Some(pane_id)) {
+                a["state_change_seq"] = json!(0);
+                a["interactive_ready"] = json!(false);
+            }
+        }
+        let delay = self.shared.timing.lock().unwrap().detection;
+        let shared = Arc::clone(&self.shared);
+        let pane = pane_id.to_string();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            // Still an agent there, still unclassified (nothing reported meanwhile).
+            let still = {
+                let mut st = shared.state.lock().unwrap();
+                st.agents
+                    .iter_mut()
+                    .find(|a| str_of(a, "pane_id") == Some(pane.as_str()))
+                    .filter(|a| str_of(a, "agent_status") == Some("unknown"))
+                    .map(|a| a["interactive_ready"] = json!(true))
+                    .is_some()
+            };
+            if still {
+                shared.set_status(&pane, "idle");
+            }
+        });
     }
 
     pub fn requests(&self) -> Vec<Value> {

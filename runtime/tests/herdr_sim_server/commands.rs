@@ -44,12 +44,31 @@ pub enum Command {
         pane: String,
         title: String,
     },
+    /// A new agent process is detected: `unknown` for about 3 s, then `idle` (spec E.5).
+    DetectAgent {
+        pane: String,
+        kind: String,
+        #[serde(default)]
+        name: Option<String>,
+    },
     RemoveAgent {
         pane: String,
     },
+    /// `pane.close`: `pane_closed`, then focus and layout events for a survivor.
     RemovePane {
         pane: String,
     },
+    /// The pane's shell exits: only `pane_exited` (spec D.3).
+    ExitPane {
+        pane: String,
+    },
+    /// A `cd` in the pane: `pane.get` shows it, nothing is emitted (spec E.7).
+    SetCwd {
+        pane: String,
+        cwd: String,
+    },
+    /// How many Herdr API requests were served so far.
+    Requests,
     /// How many `events.subscribe` streams are open (a test waits for the runtime's).
     Subscribers,
     Stop,
@@ -67,8 +86,12 @@ impl Command {
             Command::AddAgent { .. } => "add_agent",
             Command::SetStatus { .. } => "set_status",
             Command::SetTitle { .. } => "set_title",
+            Command::DetectAgent { .. } => "detect_agent",
             Command::RemoveAgent { .. } => "remove_agent",
             Command::RemovePane { .. } => "remove_pane",
+            Command::ExitPane { .. } => "exit_pane",
+            Command::SetCwd { .. } => "set_cwd",
+            Command::Requests => "requests",
             Command::Subscribers => "subscribers",
             Command::Stop => "stop",
         }
@@ -140,6 +163,24 @@ impl Registry {
                 self.pane(pane)?;
                 sim.set_terminal_title(pane, title);
             }
+            Command::DetectAgent { pane, kind, name } => {
+                self.pane(pane)?;
+                if !self.agents.insert(pane.clone()) {
+                    return Err(format!("pane {pane:?} already has an agent"));
+                }
+                sim.detect_agent(pane, kind, name.as_deref());
+            }
+            Command::ExitPane { pane } => {
+                self.pane(pane)?;
+                self.panes.remove(pane);
+                self.agents.remove(pane);
+                sim.exit_pane(pane);
+            }
+            Command::SetCwd { pane, cwd } => {
+                self.pane(pane)?;
+                sim.set_pane_cwd(pane, cwd);
+            }
+            Command::Requests => return Ok(json!({"count": sim.request_count()})),
             Command::RemoveAgent { pane } => {
                 self.agent(pane)?;
                 self.agents.remove(pane);
