@@ -28,6 +28,7 @@ You run it yourself only to register it with a browser:
   herdr-nmhost install --browser chromium   # one browser
   herdr-nmhost install --user-data-dir DIR  # a browser started with --user-data-dir=DIR
   herdr-nmhost status                       # what is registered where, and whether it works
+                                            # (exit 1 when nothing works or one is broken)
   herdr-nmhost uninstall                    # remove what install wrote (nothing else)
 
 Logs go to stderr; set HERDR_NMHOST_LOG (e.g. debug) for more.";
@@ -63,7 +64,8 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         binary: Option<PathBuf>,
     },
-    /// Show where the host is registered and whether each registration works.
+    /// Show where the host is registered and whether each registration works; exits 1 when no
+    /// registration works or one points at a missing binary.
     Status {
         #[command(flatten)]
         target: Target,
@@ -91,7 +93,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
         }
     };
     match run_command(cli.command) {
-        Ok(()) => 0,
+        Ok(code) => code,
         Err(e) => {
             eprintln!("herdr-nmhost: {e:#}");
             1
@@ -212,7 +214,15 @@ fn locations_for(target: &Target, for_writing: bool) -> Result<Vec<Location>> {
     Ok(present)
 }
 
-fn run_command(command: Command) -> Result<()> {
+/// What `status` found, as its exit code: 0 only when at least one registration works and none
+/// is broken, so scripts (and a user's `&&`) can tell without parsing the text.
+fn status_exit_code(statuses: &[install::Status]) -> i32 {
+    let working = statuses.iter().any(|s| matches!(s.kind, Inspected::Ours { binary_ok: true, .. }));
+    let broken = statuses.iter().any(|s| matches!(s.kind, Inspected::Ours { binary_ok: false, .. }));
+    if working && !broken { 0 } else { 1 }
+}
+
+fn run_command(command: Command) -> Result<i32> {
     match command {
         Command::Install { target, extension_id, binary } => {
             let origin = match extension_id {
@@ -230,7 +240,7 @@ fn run_command(command: Command) -> Result<()> {
                 let path = install::install_at(&location, &manifest)?;
                 println!("{}: installed {} → {} (origin {origin})", location.label, path.display(), binary.display());
             }
-            Ok(())
+            Ok(0)
         }
         Command::Status { target, json } => {
             let statuses: Vec<_> = locations_for(&target, false)?.iter().map(install::status_at).collect();
@@ -242,7 +252,11 @@ fn run_command(command: Command) -> Result<()> {
                     println!("{}", status_line(s));
                 }
             }
-            Ok(())
+            let code = status_exit_code(&statuses);
+            if code != 0 && !statuses.iter().any(|s| matches!(s.kind, Inspected::Ours { .. })) {
+                eprintln!("herdr-nmhost: not registered with any browser here; run `herdr-nmhost install`");
+            }
+            Ok(code)
         }
         Command::Uninstall { target } => {
             for location in locations_for(&target, false)? {
@@ -254,7 +268,7 @@ fn run_command(command: Command) -> Result<()> {
                     }
                 }
             }
-            Ok(())
+            Ok(0)
         }
     }
 }

@@ -26,12 +26,17 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// `status --json` rows, checking its exit code: 0 exactly when a registration works and none
+/// is broken.
 fn status_json(args: &[&str], config_home: &Path) -> Vec<Value> {
     let mut all = vec!["status", "--json"];
     all.extend_from_slice(args);
     let o = run(&all, config_home);
-    assert!(o.status.success(), "{o:?}");
-    serde_json::from_slice::<Value>(&o.stdout).unwrap().as_array().unwrap().clone()
+    let rows = serde_json::from_slice::<Value>(&o.stdout).unwrap().as_array().unwrap().clone();
+    let working = rows.iter().any(|r| r["installed"] == true && r["binary_ok"] == true);
+    let broken = rows.iter().any(|r| r["installed"] == true && r["binary_ok"] == false);
+    assert_eq!(o.status.code(), Some(if working && !broken { 0 } else { 1 }), "{o:?}");
+    rows
 }
 
 #[test]
@@ -70,12 +75,26 @@ fn install_status_uninstall_into_a_user_data_dir() {
     std::fs::remove_file(&copy).unwrap();
     let o = run(&["status", "--user-data-dir", dir], tmp.path());
     assert!(stdout(&o).contains("binary MISSING: run `herdr-nmhost install` again"), "{}", stdout(&o));
+    assert_eq!(o.status.code(), Some(1), "a broken registration is a failure: {o:?}");
     assert_eq!(status_json(&["--user-data-dir", dir], tmp.path())[0]["binary_ok"], false);
 
     let o = run(&["uninstall", "--user-data-dir", dir], tmp.path());
     assert!(o.status.success() && stdout(&o).contains("removed"), "{o:?}");
     assert!(!manifest_path.exists());
     assert_eq!(status_json(&["--user-data-dir", dir], tmp.path())[0]["installed"], false);
+}
+
+/// Nothing registered is not a success: `status` exits 1 and says what to run.
+#[test]
+fn status_with_nothing_registered_exits_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = run(&["status"], tmp.path());
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("run `herdr-nmhost install`"), "{o:?}");
+    let o = run(&["status", "--json"], tmp.path());
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let rows: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(rows.as_array().unwrap().iter().all(|r| r["installed"] == false), "{rows}");
 }
 
 #[test]
