@@ -1,6 +1,8 @@
 //! The HTML shown while an authorization waits for the operator: the request id,
-//! the 6-digit code, when it expires and the exact command to run, plus a small
-//! script that polls `/oauth/authorize/poll` and follows the redirect once approved.
+//! the 6-digit code, when it expires and the exact command to run, what is asking
+//! (client name and id, redirect URI, resource, when, from which address and user
+//! agent: the same facts `connector approve` prints, so the operator can tell this
+//! request from a stranger's), plus a small script that polls `/oauth/authorize/poll` and follows the redirect once approved.
 //!
 //! Served with `Content-Security-Policy: default-src 'none'` and a per-response
 //! nonce for the one inline script and style, `X-Frame-Options: DENY` (no
@@ -9,7 +11,8 @@
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 
-use super::authorize::POLL_INTERVAL_MS;
+use super::authorize::{POLL_INTERVAL_MS, Requester};
+use super::connectors_table::format_ms;
 use super::secrets::random_b64;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +66,7 @@ struct Texts {
     failed: &'static str,
     dup_title: &'static str,
     dup_body: &'static str,
+    details: &'static str,
 }
 
 fn texts(lang: Lang) -> Texts {
@@ -78,6 +82,7 @@ fn texts(lang: Lang) -> Texts {
             failed: "This request can no longer be approved:",
             dup_title: "Approval already pending",
             dup_body: "The same request is already waiting for approval in another tab. Finish it there, or try again once it has expired.",
+            details: "Approve only if you started this connection yourself. This request:",
         },
         Lang::Zh => Texts {
             title: "请在您的电脑上批准此连接",
@@ -90,6 +95,7 @@ fn texts(lang: Lang) -> Texts {
             failed: "此请求已无法批准：",
             dup_title: "已有相同的请求在等待批准",
             dup_body: "同一个请求已在另一个标签页中等待批准。请在那里完成，或在其过期后重试。",
+            details: "仅当此连接是您本人发起时才批准。此请求：",
         },
         Lang::Ja => Texts {
             title: "お使いのコンピューターでこの接続を承認してください",
@@ -102,6 +108,7 @@ fn texts(lang: Lang) -> Texts {
             failed: "このリクエストはもう承認できません：",
             dup_title: "同じリクエストが承認待ちです",
             dup_body: "同じリクエストが別のタブで承認を待っています。そちらで完了するか、期限切れ後にもう一度お試しください。",
+            details: "ご自身で開始した接続の場合のみ承認してください。このリクエスト：",
         },
     }
 }
@@ -132,6 +139,12 @@ pub struct PageInput<'a> {
     pub resume_token: &'a str,
     pub expires_at_ms: i64,
     pub now_ms: i64,
+    pub client_name: Option<&'a str>,
+    pub client_id: &'a str,
+    pub redirect_uri: &'a str,
+    pub resource: &'a str,
+    pub created_at_ms: i64,
+    pub requester: &'a Requester,
 }
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem;color:#222}\
@@ -164,6 +177,13 @@ pub fn pending(lang: Lang, p: &PageInput<'_>) -> Response {
 <h1>{title}</h1><p>{intro}</p>
 <p>{code_label}:</p><p class="code" id="code">{code}</p>
 <p>{run_label}</p><pre><code id="command">{command}</code></pre>
+<p>{details}</p><dl id="request">
+<dt>client</dt><dd id="client">{client_name} (<code>{client_id}</code>)</dd>
+<dt>redirect_uri</dt><dd id="redirect-uri"><code>{redirect_uri}</code></dd>
+<dt>resource</dt><dd id="resource"><code>{resource}</code></dd>
+<dt>requested</dt><dd id="requested-at">{requested_at}</dd>
+<dt>from</dt><dd id="requester"><code>{requester_addr}</code> — <span id="user-agent">{user_agent}</span></dd>
+</dl>
 <p>{expires} <span id="expires" data-expires-at-ms="{expires_at}">{mins}:{rem:02}</span></p>
 <p id="request-id">request_id: <code>{request_id}</code></p>
 <p id="status">{waiting}</p>
@@ -199,6 +219,14 @@ pub fn pending(lang: Lang, p: &PageInput<'_>) -> Response {
         rem = secs % 60,
         total = secs,
         request_id = escape(p.request_id),
+        details = escape(t.details),
+        client_name = escape(p.client_name.unwrap_or("(unnamed)")),
+        client_id = escape(p.client_id),
+        redirect_uri = escape(p.redirect_uri),
+        resource = escape(p.resource),
+        requested_at = escape(&format_ms(Some(p.created_at_ms))),
+        requester_addr = escape(&p.requester.addr_text()),
+        user_agent = escape(p.requester.user_agent.as_deref().unwrap_or("(no user agent)")),
         waiting = escape(t.waiting),
         rid_js = js_string(p.request_id),
         resume_js = js_string(p.resume_token),

@@ -1,20 +1,35 @@
 //! `GET /oauth/authorize` and `GET /oauth/authorize/poll`.
 //!
-//! A client with an active grant gets a code at once. Any other request becomes a
-//! pending approval: a record holding the request (client, redirect, PKCE
-//! challenge, resource, scope, state), a 6-digit code kept only as an HMAC, and a
-//! resume token for the page's poll. The operator approves it from a terminal with
-//! `herdr-mcp connector approve <request_id>`; the next poll mints the code.
+//! Only a confidential client (`client_secret_post`, whose token request needs its
+//! secret) with an active grant gets a code at once. Every request of a public
+//! client (DCR `none`, every CIMD client: their `client_id` is no secret, and
+//! ChatGPT's is the same for every ChatGPT user) is its own connector instance and
+//! becomes a pending approval: a record holding the request (client, redirect,
+//! PKCE challenge, resource, scope, state, and who asked: source address and user
+//! agent), a 6-digit code kept only as an HMAC, and a resume token for the page's
+//! poll. The operator approves that very request from a terminal with
+//! `herdr-mcp connector approve <request_id>`; the next poll of that request mints
+//! the code, bound to its own challenge, redirect and resource. Refreshing the
+//! resulting tokens needs no new approval.
 //!
-//! Errors that cannot be trusted to go back to the client (unknown client,
-//! unregistered redirect) are JSON 400s; the rest travel by redirect with `iss`
-//! (RFC 9207).
+//! Errors go back to the client by redirect (with `iss`, RFC 9207) only once the
+//! client is trusted: an operator approved it at least once. Before that
+//! (unknown client, unregistered redirect, or any bad parameter of a client
+//! nobody approved) the answer is a JSON 400 on the edge itself, so an anonymous
+//! registration cannot turn the edge into an open redirector.
+//!
+//! Creating pending requests is rate limited per source address
+//! ([`super::ratelimit`]), and one source may hold at most
+//! [`MAX_PENDING_PER_SOURCE`] of the [`MAX_PENDING`] pending requests and
+//! [`MAX_PENDING_PER_CLIENT`] of one client's.
 
 use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use axum::Router;
+use axum::extract::connect_info::ConnectInfo;
 use axum::extract::{RawQuery, State};
+use axum::{Extension, Router};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -25,6 +40,7 @@ use super::approval_page::{self, Lang, PageInput};
 use super::approval_reject::reject_damaged;
 use super::dcr::{Client, load_client};
 use super::http::{internal_error, json_response, oauth_error};
+use super::ratelimit::PeerAddr;
 use super::secrets::{hash_opaque, hmac_hex, random_b64, same, six_digit_code};
 use super::token::mint_code;
 use super::{EdgeState, SCOPE};
@@ -34,7 +50,13 @@ pub const MAX_PARAM_BYTES: usize = 4096;
 pub const APPROVAL_TTL_MS: i64 = 10 * 60 * 1000;
 pub const MAX_ATTEMPTS: i64 = 5;
 pub const MAX_PENDING: i64 = 128;
+/// Pending requests of one client from one source address. Counted per source
+/// because a public `client_id` is shared: ChatGPT's is everyone's.
 pub const MAX_PENDING_PER_CLIENT: i64 = 4;
+/// Pending requests one source address may hold at once, of any client.
+pub const MAX_PENDING_PER_SOURCE: i64 = 16;
+/// Longest user agent kept with a request (it is shown, not parsed).
+pub const MAX_USER_AGENT_CHARS: usize = 256;
 /// Seconds between polls of the approval page.
 pub const POLL_INTERVAL_MS: u64 = 1500;
 
@@ -69,6 +91,135 @@ pub fn parse_query(raw: Option<&str>) -> Result<HashMap<String, String>, String>
         }
     }
     Ok(out)
+}
+
+/// Who sent an authorization request, as the operator is shown it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Requester {
+    /// The source address (see [`super::ratelimit::SourceLimits::source`]).
+    pub addr: Option<IpAddr>,
+    /// The `User-Agent`, cut to [`MAX_USER_AGENT_CHARS`] without control characters.
+    pub user_agent: Option<String>,
+}
+
+impl Requester {
+    pub fn from_request(s: &EdgeState, peer: Option<SocketAddr>, headers: &HeaderMap) -> Self {
+        let user_agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).map(|ua| {
+            ua.chars().filter(|c| !c.is_control()).take(MAX_USER_AGENT_CHARS).collect::<String>()
+        });
+        Self { addr: s.limits.source(peer.map(|p| p.ip()), headers), user_agent: user_agent.filter(|u| !u.is_empty()) }
+    }
+
+    /// The address as stored and shown; `unknown` when the server had none.
+    pub fn addr_text(&self) -> String {
+        self.addr.map(|a| a.to_string()).unwrap_or_else(|| "unknown".into())
+    }
+}
+
+/// What the edge knows of a client before it answers an authorization request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Standing {
+    /// An operator approved a request of this client at least once, so its
+    /// registered redirect URIs have been seen by a human.
+    pub approved: bool,
+    pub grant: GrantState,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GrantState {
+    None,
+    /// An active grant; `generation` is its connector's, if that is still active.
+    Active { connector_id: String, generation: Option<i64> },
+    /// Revoked by the operator (`connector revoke`, `revoke-client`).
+    Revoked,
+}
+
+/// What `/oauth/authorize` does with a valid request: decided from facts alone,
+/// without IO, so the rule is tested apart from HTTP and SQLite.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// A code at once, for this connector and generation.
+    Issue { connector_id: String, generation: i64 },
+    /// A new pending request that only an explicit approval of it can complete.
+    AwaitApproval,
+    /// `access_denied`: the client is fenced.
+    Deny,
+}
+
+/// The issuing rule. A public client's `client_id` proves nothing, so its
+/// grant never lets a request skip approval; a confidential client's code is
+/// useless without its secret, so its grant may.
+pub fn decide(public_client: bool, grant: &GrantState) -> Decision {
+    match grant {
+        GrantState::Revoked | GrantState::Active { generation: None, .. } => Decision::Deny,
+        GrantState::Active { connector_id, generation: Some(generation) } if !public_client => {
+            Decision::Issue { connector_id: connector_id.clone(), generation: *generation }
+        }
+        GrantState::Active { .. } | GrantState::None => Decision::AwaitApproval,
+    }
+}
+
+/// Whether errors may travel to the client's redirect URI: only once a human
+/// approved the client (or fenced it after approving it).
+pub fn errors_may_redirect(standing: &Standing) -> bool {
+    standing.approved
+}
+
+pub fn load_standing(tx: &Transaction<'_>, client_id: &str) -> rusqlite::Result<Standing> {
+    let approved: bool =
+        tx.query_row("SELECT approved FROM clients WHERE client_id = ?1", [client_id], |r| r.get::<_, i64>(0)).optional()?.unwrap_or(0) != 0;
+    let grant: Option<(String, String)> = tx
+        .query_row("SELECT connector_id, status FROM grants WHERE client_id = ?1", [client_id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    let grant = match grant {
+        None => GrantState::None,
+        Some((_, status)) if status != "active" => GrantState::Revoked,
+        Some((connector_id, _)) => {
+            let generation: Option<i64> = tx
+                .query_row(
+                    "SELECT grant_generation FROM connectors WHERE connector_id = ?1 AND status = 'active'",
+                    [&connector_id],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            GrantState::Active { connector_id, generation }
+        }
+    };
+    Ok(Standing { approved, grant })
+}
+
+/// A failed authorization request, and where its answer goes.
+#[derive(Debug)]
+pub enum AuthorizeError {
+    /// Answered on the edge itself (JSON 400): the client is not trusted with it.
+    Local { error: &'static str, description: String },
+    /// Sent to a trusted client's registered redirect URI (RFC 6749 §4.1.2.1).
+    Redirect { redirect_uri: String, error: &'static str, description: String, state: Option<String>, iss: String },
+    /// This source asked too often or holds too many pending requests.
+    RateLimited { reason: &'static str, retry_after_secs: u64 },
+    /// A shared cap is reached.
+    Full(&'static str),
+    Internal(String),
+}
+
+impl IntoResponse for AuthorizeError {
+    fn into_response(self) -> Response {
+        match self {
+            AuthorizeError::Local { error, description } => oauth_error(400, error, &description),
+            AuthorizeError::Redirect { redirect_uri, error, description, state, iss } => {
+                redirect_to(&redirect_uri, &[("error", error), ("error_description", &description)], state.as_deref(), &iss)
+            }
+            AuthorizeError::RateLimited { reason, retry_after_secs } => {
+                let mut resp = oauth_error(429, "temporarily_unavailable", reason);
+                if let Ok(v) = HeaderValue::from_str(&retry_after_secs.to_string()) {
+                    resp.headers_mut().insert(header::RETRY_AFTER, v);
+                }
+                resp
+            }
+            AuthorizeError::Full(reason) => oauth_error(429, "temporarily_unavailable", reason),
+            AuthorizeError::Internal(e) => internal_error("cannot record the authorization request", e),
+        }
+    }
 }
 
 /// A validated authorization request.
@@ -129,7 +280,12 @@ pub fn code_redirect_url(mut url: url::Url, code: &str, state: Option<&str>, iss
     url.into()
 }
 
-async fn authorize(State(s): State<Arc<EdgeState>>, RawQuery(raw): RawQuery, headers: HeaderMap) -> Response {
+async fn authorize(
+    State(s): State<Arc<EdgeState>>,
+    peer: Option<Extension<ConnectInfo<PeerAddr>>>,
+    RawQuery(raw): RawQuery,
+    headers: HeaderMap,
+) -> Response {
     let q = match parse_query(raw.as_deref()) {
         Ok(q) => q,
         Err(m) => return oauth_error(400, "invalid_request", &m),
@@ -149,9 +305,27 @@ async fn authorize(State(s): State<Arc<EdgeState>>, RawQuery(raw): RawQuery, hea
         None if client.redirect_uris.len() == 1 => client.redirect_uris[0].clone(),
         None => return oauth_error(400, "invalid_request", "redirect_uri is required when several are registered"),
     };
+    let standing = match s.store.read(|tx| load_standing(tx, &client.client_id)) {
+        Ok(st) => st,
+        Err(e) => return AuthorizeError::Internal(e.to_string()).into_response(),
+    };
     let state = q.get("state").cloned();
     let iss = s.config.issuer.as_str();
-    let fail = |error: &str, desc: &str| redirect_to(&redirect_uri, &[("error", error), ("error_description", desc)], state.as_deref(), iss);
+    let trusted = errors_may_redirect(&standing);
+    let fail = |error: &'static str, desc: &str| -> Response {
+        if trusted {
+            AuthorizeError::Redirect {
+                redirect_uri: redirect_uri.clone(),
+                error,
+                description: desc.to_string(),
+                state: state.clone(),
+                iss: iss.to_string(),
+            }
+        } else {
+            AuthorizeError::Local { error, description: desc.to_string() }
+        }
+        .into_response()
+    };
     if q.get("response_type").map(String::as_str) != Some("code") {
         return fail("unsupported_response_type", "response_type must be code");
     }
@@ -174,6 +348,7 @@ async fn authorize(State(s): State<Arc<EdgeState>>, RawQuery(raw): RawQuery, hea
     let Some(resource) = s.config.normalize_resource(q.get("resource").map(String::as_str).unwrap_or("")) else {
         return fail("invalid_target", &format!("resource must be {iss} or {}", s.config.resource));
     };
+    let requester = Requester::from_request(&s, peer.map(|Extension(ConnectInfo(PeerAddr(a)))| a), &headers);
     let req = AuthRequest {
         client,
         redirect_uri: redirect_uri.clone(),
@@ -183,55 +358,57 @@ async fn authorize(State(s): State<Arc<EdgeState>>, RawQuery(raw): RawQuery, hea
         state: state.clone(),
     };
     let lang = Lang::from_accept_language(headers.get(header::ACCEPT_LANGUAGE).and_then(|v| v.to_str().ok()));
-    match start_or_issue(&s, &req) {
+    match start_or_issue(&s, &req, &requester) {
         Ok(Outcome::Code(code)) => redirect_to(&redirect_uri, &[("code", &code)], state.as_deref(), iss),
         Ok(Outcome::GrantRevoked) => fail("access_denied", "client grant is revoked"),
-        Ok(Outcome::Pending { request_id, code, resume_token, expires_at_ms }) => approval_page::pending(
+        Ok(Outcome::Pending { request_id, code, resume_token, expires_at_ms, created_at_ms }) => approval_page::pending(
             lang,
-            &PageInput { request_id: &request_id, code: &code, resume_token: &resume_token, expires_at_ms, now_ms: s.store.now_ms() },
+            &PageInput {
+                request_id: &request_id,
+                code: &code,
+                resume_token: &resume_token,
+                expires_at_ms,
+                now_ms: s.store.now_ms(),
+                client_name: req.client.client_name.as_deref(),
+                client_id: &req.client.client_id,
+                redirect_uri: &req.redirect_uri,
+                resource: &req.resource,
+                created_at_ms,
+                requester: &requester,
+            },
         ),
         Ok(Outcome::Duplicate { request_id, expires_at_ms }) => {
             approval_page::duplicate(lang, &request_id, ((expires_at_ms - s.store.now_ms()) / 1000).max(1))
         }
-        Ok(Outcome::Full(reason)) => oauth_error(429, "temporarily_unavailable", reason),
-        Err(e) => internal_error("cannot record the authorization request", e),
+        Ok(Outcome::Refused(e)) => e.into_response(),
+        Err(e) => AuthorizeError::Internal(e.to_string()).into_response(),
     }
 }
 
 pub enum Outcome {
     Code(String),
     GrantRevoked,
-    Pending { request_id: String, code: String, resume_token: String, expires_at_ms: i64 },
+    Pending { request_id: String, code: String, resume_token: String, expires_at_ms: i64, created_at_ms: i64 },
     Duplicate { request_id: String, expires_at_ms: i64 },
-    Full(&'static str),
+    /// Over a cap or a rate limit.
+    Refused(AuthorizeError),
 }
 
-/// Decides, in one transaction, between an immediate code and a pending approval.
-pub fn start_or_issue(s: &EdgeState, req: &AuthRequest) -> rusqlite::Result<Outcome> {
+/// Decides, in one transaction, between an immediate code (a confidential client
+/// with an active grant only, see [`decide`]) and a new pending approval.
+pub fn start_or_issue(s: &EdgeState, req: &AuthRequest, requester: &Requester) -> rusqlite::Result<Outcome> {
     let now = s.store.now_ms();
     let pepper = s.store.pepper().to_vec();
+    let public_client = req.client.auth_method != "client_secret_post";
+    let source = requester.addr_text();
     s.store.write(|tx| {
-        let grant: Option<(String, String)> = tx
-            .query_row("SELECT connector_id, status FROM grants WHERE client_id = ?1", [&req.client.client_id], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
-            .optional()?;
-        if let Some((connector_id, status)) = grant {
-            if status != "active" {
-                return Ok(Outcome::GrantRevoked);
+        let standing = load_standing(tx, &req.client.client_id)?;
+        match decide(public_client, &standing.grant) {
+            Decision::Deny => return Ok(Outcome::GrantRevoked),
+            Decision::Issue { connector_id, generation } => {
+                return Ok(Outcome::Code(mint_code(tx, req, &connector_id, generation, now)?));
             }
-            let conn: Option<(String, i64)> = tx
-                .query_row("SELECT status, grant_generation FROM connectors WHERE connector_id = ?1", [&connector_id], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
-                })
-                .optional()?;
-            match conn {
-                Some((st, generation)) if st == "active" => {
-                    let code = mint_code(tx, req, &connector_id, generation, now)?;
-                    return Ok(Outcome::Code(code));
-                }
-                _ => return Ok(Outcome::GrantRevoked),
-            }
+            Decision::AwaitApproval => {}
         }
         expire_approvals(tx, now)?;
         let dup: Option<(String, i64)> = tx
@@ -245,34 +422,60 @@ pub fn start_or_issue(s: &EdgeState, req: &AuthRequest) -> rusqlite::Result<Outc
         if let Some((request_id, expires_at_ms)) = dup {
             return Ok(Outcome::Duplicate { request_id, expires_at_ms });
         }
-        let total: i64 = tx.query_row("SELECT COUNT(*) FROM approvals WHERE status = 'pending'", [], |r| r.get(0))?;
-        if total >= MAX_PENDING {
-            return Ok(Outcome::Full("pending_capacity_reached"));
+        // Per source first: a source over its own share is told so, whatever the
+        // shared cap says, and can never fill that cap alone.
+        if let Err(retry) = s.limits.authorization.take(requester.addr.unwrap_or(IpAddr::from([0, 0, 0, 0])), now) {
+            return Ok(Outcome::Refused(AuthorizeError::RateLimited {
+                reason: "authorization_rate_limited",
+                retry_after_secs: retry.0,
+            }));
         }
-        let mine: i64 = tx.query_row(
-            "SELECT COUNT(*) FROM approvals WHERE status = 'pending' AND client_id = ?1",
-            [&req.client.client_id],
-            |r| r.get(0),
+        let count = |sql: &str, p: &[&dyn rusqlite::ToSql]| tx.query_row(sql, p, |r| r.get::<_, i64>(0));
+        let retry_after_secs = |oldest: Option<i64>| ((oldest.unwrap_or(now + APPROVAL_TTL_MS) - now) / 1000).max(1) as u64;
+        let mine = count(
+            "SELECT COUNT(*) FROM approvals WHERE status = 'pending' AND requester_addr IS ?1",
+            &[&source],
         )?;
-        if mine >= MAX_PENDING_PER_CLIENT {
-            return Ok(Outcome::Full("client_pending_limit"));
-        }
-        let connector_id: String = tx
-            .query_row(
-                "SELECT connector_id FROM approvals WHERE status = 'pending' AND client_id = ?1 LIMIT 1",
-                [&req.client.client_id],
+        if mine >= MAX_PENDING_PER_SOURCE {
+            let oldest: Option<i64> = tx.query_row(
+                "SELECT MIN(expires_at_ms) FROM approvals WHERE status = 'pending' AND requester_addr IS ?1",
+                [&source],
                 |r| r.get(0),
-            )
-            .optional()?
-            .unwrap_or_else(|| format!("conn_{}", random_b64::<16>()));
+            )?;
+            return Ok(Outcome::Refused(AuthorizeError::RateLimited {
+                reason: "source_pending_limit",
+                retry_after_secs: retry_after_secs(oldest),
+            }));
+        }
+        let of_client = count(
+            "SELECT COUNT(*) FROM approvals WHERE status = 'pending' AND client_id = ?1 AND requester_addr IS ?2",
+            &[&req.client.client_id, &source],
+        )?;
+        if of_client >= MAX_PENDING_PER_CLIENT {
+            let oldest: Option<i64> = tx.query_row(
+                "SELECT MIN(expires_at_ms) FROM approvals WHERE status = 'pending' AND client_id = ?1 AND requester_addr IS ?2",
+                params![req.client.client_id, source],
+                |r| r.get(0),
+            )?;
+            return Ok(Outcome::Refused(AuthorizeError::RateLimited {
+                reason: "client_pending_limit",
+                retry_after_secs: retry_after_secs(oldest),
+            }));
+        }
+        let total = count("SELECT COUNT(*) FROM approvals WHERE status = 'pending'", &[])?;
+        if total >= MAX_PENDING {
+            return Ok(Outcome::Refused(AuthorizeError::Full("pending_capacity_reached")));
+        }
+        // Its own connector: approving this request can never complete another.
+        let connector_id = format!("conn_{}", random_b64::<16>());
         let request_id = format!("req_{}", random_b64::<16>());
         let code = six_digit_code();
         let resume_token = random_b64::<32>();
         let expires_at_ms = now + APPROVAL_TTL_MS;
         tx.execute(
             "INSERT INTO approvals (request_id, client_id, connector_id, auth_source, redirect_uri, code_challenge, resource,
-                scope, state, code_hash, resume_hash, created_at_ms, expires_at_ms, attempts, status)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 0, 'pending')",
+                scope, state, code_hash, resume_hash, created_at_ms, expires_at_ms, attempts, status, requester_addr, requester_ua)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 0, 'pending', ?14, ?15)",
             params![
                 request_id,
                 req.client.client_id,
@@ -286,10 +489,12 @@ pub fn start_or_issue(s: &EdgeState, req: &AuthRequest) -> rusqlite::Result<Outc
                 approval_code_hash(&pepper, &request_id, &code),
                 resume_hash(&request_id, &resume_token),
                 now,
-                expires_at_ms
+                expires_at_ms,
+                source,
+                requester.user_agent,
             ],
         )?;
-        Ok(Outcome::Pending { request_id, code, resume_token, expires_at_ms })
+        Ok(Outcome::Pending { request_id, code, resume_token, expires_at_ms, created_at_ms: now })
     })
 }
 
@@ -382,4 +587,38 @@ async fn poll(State(s): State<Arc<EdgeState>>, RawQuery(raw): RawQuery) -> Respo
 
 fn poll_error(status: u16, code: &str, message: &str) -> Response {
     json_response(status, json!({"status": "error", "code": code, "message": message}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn active(generation: Option<i64>) -> GrantState {
+        GrantState::Active { connector_id: "conn_x".into(), generation }
+    }
+
+    #[test]
+    fn a_public_clients_grant_never_skips_approval() {
+        assert_eq!(decide(true, &GrantState::None), Decision::AwaitApproval);
+        assert_eq!(decide(true, &active(Some(3))), Decision::AwaitApproval);
+        assert_eq!(decide(true, &GrantState::Revoked), Decision::Deny);
+        assert_eq!(decide(true, &active(None)), Decision::Deny);
+    }
+
+    #[test]
+    fn a_confidential_clients_grant_issues_at_once() {
+        assert_eq!(decide(false, &active(Some(3))), Decision::Issue { connector_id: "conn_x".into(), generation: 3 });
+        assert_eq!(decide(false, &GrantState::None), Decision::AwaitApproval);
+        assert_eq!(decide(false, &GrantState::Revoked), Decision::Deny);
+        assert_eq!(decide(false, &active(None)), Decision::Deny);
+    }
+
+    #[test]
+    fn errors_redirect_only_for_an_approved_client() {
+        assert!(!errors_may_redirect(&Standing { approved: false, grant: GrantState::None }));
+        // A tombstone fences a client nobody approved: still not trusted with redirects.
+        assert!(!errors_may_redirect(&Standing { approved: false, grant: GrantState::Revoked }));
+        assert!(errors_may_redirect(&Standing { approved: true, grant: GrantState::Revoked }));
+        assert!(errors_may_redirect(&Standing { approved: true, grant: active(Some(1)) }));
+    }
 }

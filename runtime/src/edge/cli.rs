@@ -116,6 +116,14 @@ pub struct EdgeServeArgs {
     #[arg(long = "env", value_name = "NAME", env = "HERDR_EDGE_ENV", default_value = super::DEFAULT_ENV,
           value_parser = super::parse_env_name)]
     pub env: String,
+    /// A reverse proxy in front of this edge (repeatable). Only for requests
+    /// whose TCP peer is one of these is `X-Forwarded-For` believed, and then only
+    /// its right-most entry that is not itself a listed proxy: the address the
+    /// per-source rate limits count and the approval page shows. Without it the
+    /// header is ignored (anyone can send it), and requests through a proxy all
+    /// count as the proxy's address
+    #[arg(long = "trusted-proxy", value_name = "IP")]
+    pub trusted_proxy: Vec<std::net::IpAddr>,
     #[command(flatten)]
     pub state: StateDirArg,
 }
@@ -170,7 +178,8 @@ fn serve(args: EdgeServeArgs) -> anyhow::Result<()> {
     let hub = LinkHub::new(Arc::clone(&devices) as Arc<dyn super::link_hub_auth::LinkAuthenticator>, contract, Arc::clone(&store));
     let revocations = devices.subscribe_revocations();
     let router = LinkRouter::new(Arc::clone(&hub), Arc::clone(&store), catalog);
-    let state = Arc::new(EdgeState { config, store, router: Arc::new(router), devices, allow_loopback_cimd: false });
+    let limits = super::ratelimit::SourceLimits::with_trusted_proxies(args.trusted_proxy.clone());
+    let state = Arc::new(EdgeState { config, store, router: Arc::new(router), devices, allow_loopback_cimd: false, limits });
     let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(crate::server::logging::stderr_wants_colour()).with_env_filter(
         tracing_subscriber::EnvFilter::try_from_env("HERDR_MCP_LOG").unwrap_or_else(|_| crate::server::logging::DEFAULT_FILTER.into()),
     ).try_init();

@@ -87,6 +87,16 @@ pub struct ApprovalInfo {
     pub scope: String,
     pub connector_id: String,
     pub expires_at_ms: i64,
+    /// What the request asks for and who sent it, so the operator can tell it
+    /// from a stranger's. Absent in an older edge's answer.
+    #[serde(default)]
+    pub resource: Option<String>,
+    #[serde(default)]
+    pub created_at_ms: Option<i64>,
+    #[serde(default)]
+    pub requester_addr: Option<String>,
+    #[serde(default)]
+    pub requester_ua: Option<String>,
 }
 
 struct ApprovalRow {
@@ -101,7 +111,7 @@ struct ApprovalRow {
 fn load_approval(tx: &Transaction<'_>, request_id: &str) -> rusqlite::Result<Option<ApprovalRow>> {
     tx.query_row(
         "SELECT a.request_id, a.client_id, c.client_name, a.redirect_uri, a.scope, a.connector_id, a.expires_at_ms,
-                a.status, a.code_hash, a.attempts, a.resource, a.auth_source
+                a.status, a.code_hash, a.attempts, a.resource, a.auth_source, a.created_at_ms, a.requester_addr, a.requester_ua
          FROM approvals a LEFT JOIN clients c ON c.client_id = a.client_id WHERE a.request_id = ?1",
         [request_id],
         |r| {
@@ -114,6 +124,10 @@ fn load_approval(tx: &Transaction<'_>, request_id: &str) -> rusqlite::Result<Opt
                     scope: r.get(4)?,
                     connector_id: r.get(5)?,
                     expires_at_ms: r.get(6)?,
+                    resource: r.get(10)?,
+                    created_at_ms: r.get(12)?,
+                    requester_addr: r.get(13)?,
+                    requester_ua: r.get(14)?,
                 },
                 status: r.get(7)?,
                 code_hash: r.get(8)?,
@@ -145,8 +159,12 @@ fn check_pending(row: &ApprovalRow, now: i64) -> Result<(), ApprovalError> {
     }
 }
 
-/// Checks the code and, if it matches, approves the request, creates the connector
-/// and its grant, all in one transaction. A wrong code costs one of five attempts.
+/// Checks the code and, if it matches, approves this one request and creates its
+/// own connector and the client's grant, all in one transaction. No other
+/// request is approved with it, however alike (same client, redirect, resource,
+/// scope): each has its own connector, PKCE challenge and poll, and a stranger's
+/// look-alike must not ride on the operator's approval. A wrong code costs one
+/// of five attempts.
 pub fn approve(store: &EdgeStore, request_id: &str, code: &str, approved_by: &str) -> Result<ApprovalInfo, ApprovalError> {
     let now = store.now_ms();
     let pepper = store.pepper().to_vec();
@@ -169,13 +187,9 @@ pub fn approve(store: &EdgeStore, request_id: &str, code: &str, approved_by: &st
             }));
         }
         let i = &row.info;
-        // Siblings: identical pending requests of the same client and connector
-        // (e.g. a retried tab) are approved together.
         tx.execute(
-            "UPDATE approvals SET status = 'approved', approved_at_ms = ?2, approved_by = ?3
-             WHERE status = 'pending' AND expires_at_ms > ?2 AND (request_id = ?1 OR (client_id = ?4 AND redirect_uri = ?5
-               AND resource = ?6 AND scope = ?7 AND auth_source = ?8 AND connector_id = ?9))",
-            params![request_id, now, approved_by, i.client_id, i.redirect_uri, row.resource, i.scope, row.auth_source, i.connector_id],
+            "UPDATE approvals SET status = 'approved', approved_at_ms = ?2, approved_by = ?3 WHERE request_id = ?1 AND status = 'pending'",
+            params![request_id, now, approved_by],
         )?;
         tx.execute(
             "INSERT OR IGNORE INTO connectors (connector_id, client_id, status, resource, scope, redirect_uri, auth_source,
@@ -333,6 +347,9 @@ pub fn sweep(store: &EdgeStore) -> Result<Vec<String>, RevokeError> {
     let now = store.now_ms();
     store.write(|tx| {
         expire_approvals(tx, now)?;
+        // Unapproved registrations expire on their own too, not only when the
+        // next registration happens to look.
+        super::dcr::purge_stale_clients(tx, now)?;
         let ids: Vec<String> = {
             let mut stmt = tx.prepare(
                 "SELECT connector_id FROM connectors WHERE status = 'active'

@@ -290,6 +290,11 @@ fn check_runtime(socket: Option<PathBuf>) -> anyhow::Result<Value> {
     serde_json::from_str(body).map_err(|_| fail("its /health is not JSON".into()))
 }
 
+/// A remote-supplied string made safe for a terminal (no escape sequences).
+fn printable(s: &str) -> String {
+    s.chars().map(|c| if c.is_control() { '?' } else { c }).collect()
+}
+
 fn six_digits(code: &str) -> bool {
     code.len() == 6 && code.bytes().all(|b| b.is_ascii_digit())
 }
@@ -305,7 +310,16 @@ fn approve(request_id: &str, socket: Option<PathBuf>, edge: &dyn ConnectorAdmin)
     writeln!(out, "Connection request {} on {}", info.request_id, edge.describe())?;
     writeln!(out, "  client:       {} ({})", info.client_name.as_deref().unwrap_or("(unnamed)"), info.client_id)?;
     writeln!(out, "  redirect_uri: {}", info.redirect_uri)?;
+    writeln!(out, "  resource:     {}", info.resource.as_deref().unwrap_or("(not reported by this edge)"))?;
     writeln!(out, "  scope:        {}", info.scope)?;
+    writeln!(out, "  requested:    {}", super::connectors_table::format_ms(info.created_at_ms))?;
+    writeln!(
+        out,
+        "  from:         {} — {}",
+        info.requester_addr.as_deref().unwrap_or("(unknown address)"),
+        info.requester_ua.as_deref().map(printable).unwrap_or_else(|| "(no user agent)".into())
+    )?;
+    writeln!(out, "Approve only a request you started yourself: this approves this one request, nothing else.")?;
     writeln!(out, "  connector:    {}", info.connector_id)?;
     loop {
         let code = read_code_no_echo(CODE_PROMPT)?;

@@ -142,6 +142,10 @@ fn info_json(info: &connectors::ApprovalInfo) -> Value {
         "scope": info.scope,
         "connector_id": info.connector_id,
         "expires_at_ms": info.expires_at_ms,
+        "resource": info.resource,
+        "created_at_ms": info.created_at_ms,
+        "requester_addr": info.requester_addr,
+        "requester_ua": info.requester_ua,
     })
 }
 

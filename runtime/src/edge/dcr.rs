@@ -2,22 +2,27 @@
 //!
 //! Limits (spec §3): body ≤ 256 KiB; `redirect_uris` 1..=32 entries of ≤ 4096
 //! characters; `client_name` ≤ 256 characters (ours: it is shown on the approval
-//! page and in `connector list`). Unapproved registrations expire after 60 min and
-//! at most 256 of them may exist at once, so anonymous registration cannot fill the
-//! database.
+//! page and in `connector list`). Unapproved registrations expire after 60 min (the
+//! hourly sweep removes them even when nobody registers) and at most 256 of them
+//! may exist at once, so anonymous registration cannot fill the database; each
+//! source address gets a token bucket ([`super::ratelimit`]: 10 at once, then one
+//! a minute), so no single source can fill those 256 and lock others out.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
-use axum::Router;
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::HeaderMap;
+use axum::extract::connect_info::ConnectInfo;
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::{Extension, Router};
 use axum::response::Response;
 use axum::routing::post;
 use rusqlite::{OptionalExtension, Transaction, params};
 use serde_json::{Map, Value, json};
 
 use super::http::{internal_error, is_json, json_response, oauth_error, read_body};
+use super::ratelimit::PeerAddr;
 use super::secrets::{hash_opaque, random_b64, random_hex};
 use super::{EdgeState, SCOPE};
 
@@ -217,7 +222,12 @@ pub(crate) fn client_fields(obj: &Map<String, Value>) -> Result<ClientFields, Fi
     Ok(ClientFields { redirect_uris, client_name, grant_types })
 }
 
-async fn register(State(s): State<Arc<EdgeState>>, headers: HeaderMap, body: Body) -> Response {
+async fn register(
+    State(s): State<Arc<EdgeState>>,
+    peer: Option<Extension<ConnectInfo<PeerAddr>>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     let body = match read_body(body, MAX_BODY_BYTES, "invalid_client_metadata").await {
         Ok(b) => b,
         Err(r) => return r,
@@ -226,9 +236,19 @@ async fn register(State(s): State<Arc<EdgeState>>, headers: HeaderMap, body: Bod
         Ok(m) => m,
         Err(r) => return *r,
     };
+    let now = s.store.now_ms();
+    // Per source before the shared cap, so one address cannot fill it (see
+    // `ratelimit`); a server without peer addresses counts everyone as one.
+    let source = s.limits.source(peer.map(|Extension(ConnectInfo(PeerAddr(a)))| a.ip()), &headers);
+    if let Err(retry) = s.limits.registration.take(source.unwrap_or(IpAddr::from([0, 0, 0, 0])), now) {
+        let mut resp = oauth_error(429, "temporarily_unavailable", "registration_rate_limited");
+        if let Ok(v) = HeaderValue::from_str(&retry.0.to_string()) {
+            resp.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+        return resp;
+    }
     let client_id = format!("dcr-{}", random_hex::<8>());
     let secret = random_b64::<32>();
-    let now = s.store.now_ms();
     let result = s.store.write(|tx| {
         purge_stale_clients(tx, now)?;
         let unapproved: i64 =

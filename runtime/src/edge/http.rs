@@ -79,7 +79,9 @@ pub async fn serve(
             hub.close_all();
         }
     });
-    let app = router_with_links(state, links);
+    // With the peer address (`ConnectInfo`), which the per-source limits and the
+    // approval page's "from" need.
+    let app = router_with_links(state, links).into_make_service_with_connect_info::<super::ratelimit::PeerAddr>();
     match tls {
         Some(config) => {
             let listener = super::tls::TlsListener::new(listener, config)?;

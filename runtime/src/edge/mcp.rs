@@ -301,6 +301,9 @@ async fn endpoint(State(s): State<Arc<EdgeState>>, method: axum::http::Method, h
             let args = params.get("arguments").cloned().unwrap_or(Value::Null);
             if !(args.is_object() || args.is_null()) {
                 rpc_error(id, -32602, "arguments must be an object")
+            } else if let Err(problem) = super::relay::check_arguments_shape(&args) {
+                // Refused here: forwarded, it would make the link drop.
+                rpc_error(id, -32602, &format!("Invalid params: {problem}"))
             } else if name == "herdr_devices" {
                 if args.as_object().is_some_and(|a| !a.is_empty()) {
                     rpc_error(id, -32602, "herdr_devices takes no arguments")

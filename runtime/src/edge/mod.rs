@@ -8,7 +8,8 @@
 //! - [`dcr`]: dynamic client registration (RFC 7591); [`cimd`] (+ `_fetch`): Client ID
 //!   Metadata Documents, fetched under the SSRF rules.
 //! - [`authorize`]: `/oauth/authorize` and the pending-approval records; [`approval_page`]: its HTML;
-//!   [`approval_reject`]: rejecting a damaged approved request and withdrawing its connector.
+//!   [`approval_reject`]: rejecting a damaged approved request and withdrawing its connector;
+//!   [`ratelimit`]: per-source token buckets for registration and pending requests.
 //! - [`token`]: `/oauth/token`, codes and token rotation; bearer verification.
 //! - [`connectors`]: approve / revoke / cancel and the inactivity sweep;
 //!   [`connectors_inventory`]: the inventory `list` shows (spec §5), printed
@@ -80,6 +81,7 @@ pub mod link_hub_watch;
 pub mod mcp;
 pub mod relay;
 pub mod pairing;
+pub mod ratelimit;
 pub mod secrets;
 pub mod status;
 pub mod store;
@@ -167,6 +169,9 @@ pub struct EdgeState {
     pub devices: Arc<devices::DeviceRegistry>,
     /// Test-only: lets CIMD fetch loopback metadata URLs.
     pub allow_loopback_cimd: bool,
+    /// Per-source limits on the unauthenticated entry points (DCR, new pending
+    /// authorizations), and which proxies' `X-Forwarded-For` is believed.
+    pub limits: ratelimit::SourceLimits,
 }
 
 #[cfg(test)]

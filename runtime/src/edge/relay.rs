@@ -591,6 +591,23 @@ fn check_bytes(name: &str, v: &Value, max: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// Deepest `arguments` a `tool_request` can carry: the frame object is level 1,
+/// so its `arguments` object starts at level 2 and may nest to [`MAX_DEPTH`].
+pub const MAX_ARGUMENTS_DEPTH: usize = MAX_DEPTH - 1;
+
+/// Checks tool-call `arguments` against the shape limits a `tool_request` frame
+/// is held to (depth, keys per object, items per array), so the edge refuses
+/// what the link would refuse; a frame the link refuses ends the whole link,
+/// and every other call in flight on it with it.
+pub fn check_arguments_shape(arguments: &Value) -> Result<(), String> {
+    check_shape(arguments, 2).map_err(|e| match e {
+        FrameError::Limit(m) if m.starts_with("frame nests deeper") => {
+            format!("arguments nest deeper than {MAX_ARGUMENTS_DEPTH} levels, the most a workstation link accepts")
+        }
+        other => format!("arguments exceed what a workstation link accepts: {other}"),
+    })
+}
+
 /// Depth, keys per object and items per array, over the whole frame.
 fn check_shape(v: &Value, depth: usize) -> Result<(), FrameError> {
     if depth > MAX_DEPTH {

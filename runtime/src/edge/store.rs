@@ -232,6 +232,11 @@ const MIGRATIONS: &[&str] = &[
         expires_at_ms INTEGER NOT NULL
     );
     CREATE INDEX automation_tokens_client ON automation_tokens(client_id);",
+    // 9: who sent each authorization request (source address, user agent), shown
+    // to the operator before approving, and counted against per-source limits.
+    "ALTER TABLE approvals ADD COLUMN requester_addr TEXT;
+    ALTER TABLE approvals ADD COLUMN requester_ua TEXT;
+    CREATE INDEX approvals_requester ON approvals(requester_addr, status);",
 ];
 
 pub struct EdgeStore {

@@ -57,6 +57,20 @@ impl Http {
         Self { client, base: base.to_string() }
     }
 
+    /// A client whose connections leave from `source` (any 127.0.0.0/8 address
+    /// works on Linux, so each test "host" gets its own) and that introduces
+    /// itself as `user_agent`.
+    pub fn from_source(base: &str, source: &str, user_agent: &str) -> Self {
+        let ip: std::net::IpAddr = source.parse().expect("a source IP address");
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .local_address(ip)
+            .user_agent(user_agent)
+            .build()
+            .unwrap();
+        Self { client, base: base.to_string() }
+    }
+
     async fn send(&self, rb: reqwest::RequestBuilder) -> Resp {
         let r = rb.send().await.expect("request to the edge failed");
         let status = r.status().as_u16();
@@ -341,11 +355,14 @@ impl InProc {
             router,
             devices: Arc::clone(&devices),
             allow_loopback_cimd,
+            limits: Default::default(),
         });
         let shutdown = CancellationToken::new();
         let stop = shutdown.clone();
         let app = herdr_mcp::edge::http::router_with_links(state, hub.clone());
         tokio::spawn(async move {
+            // With peer addresses, as `edge serve` runs it (per-source limits).
+            let app = app.into_make_service_with_connect_info::<herdr_mcp::edge::ratelimit::PeerAddr>();
             axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned()).await.ok();
         });
         (Self { http: Http::new(&issuer), clock, store, devices, issuer, shutdown, _tmp: tmp }, hub)
