@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use super::call_access::{self, MethodAccess};
 use super::common::{object_schema, req_str, str_arg};
 use super::{Access, BoxFuture, Handler, ToolContext, ToolOutput, ToolSpec};
 
@@ -26,7 +27,7 @@ pub fn spec() -> ToolSpec {
             "e.g. \"{\\\"pane_id\\\":\\\"w1:p1\\\",\\\"source\\\":\\\"recent\\\"}\". The params are checked against Herdr's ",
             "schema first: a missing or mistyped parameter is reported without calling Herdr, and unknown ",
             "parameters only produce warnings. To prompt an agent prefer herdr_prompt, which guards against ",
-            "sending the same prompt twice."
+            "sending the same prompt twice. In read-only mode only methods that read are sent."
         ),
         input_schema: schema,
         access: Access::Write,
@@ -85,6 +86,19 @@ fn run(ctx: Arc<ToolContext>, args: Map<String, Value>) -> BoxFuture<ToolOutput>
                 json!({"method": method}),
             );
         };
+        if ctx.policy.readonly && call_access::classify(&method) == MethodAccess::Mutate {
+            return ToolOutput::refusal(
+                "readonly_mode",
+                format!(
+                    "this runtime runs in read-only mode (HERDR_MCP_READONLY=1); {method} can change panes or agents and was not sent to Herdr"
+                ),
+                json!({
+                    "action": "herdr_call",
+                    "method": method,
+                    "hint": "Only Herdr methods that read (pane.read, pane.list, agent.get, session.snapshot, …) work in read-only mode; ask the user to restart herdr-mcp without HERDR_MCP_READONLY to change anything.",
+                }),
+            );
+        }
         let (errors, warnings) = schema.check_params(method_schema, &params);
         if !errors.is_empty() {
             let first = errors[0].message.clone();

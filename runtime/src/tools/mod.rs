@@ -39,6 +39,7 @@ pub mod fs_image;
 pub mod fs_grep;
 pub mod fs_edit;
 pub mod call;
+pub mod call_access;
 pub mod methods;
 pub mod prompt;
 pub mod since;
