@@ -1,11 +1,13 @@
 //! `herdr_git`: read-only git status, diff and log of a managed project.
 
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
 use super::common::{bool_arg, invalid_params, object_schema, path_schema, req_str, str_arg, u64_arg};
-use super::git_cli::{GIT_TIMEOUT, run_git};
+use super::git_cli::{GIT_TIMEOUT, GitError, GitRun, STDERR_CAP, run_git};
 use super::{Access, Handler, ToolContext, ToolOutput, ToolSpec};
 use crate::policy::paths::lexical_normalize;
 use crate::policy::secret::is_secret_path;
@@ -57,31 +59,31 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
         Err(r) => return r.into(),
     };
     let root = resolved.root;
-    let mut argv: Vec<String> = match action {
-        "status" => vec!["status".into(), "--porcelain".into(), "-b".into()],
-        "log" => vec!["log".into(), format!("-n{}", u64_arg(args, "max_count", DEFAULT_MAX_COUNT)), "--oneline".into(), "--decorate".into()],
-        _ => {
-            let mut v = vec!["diff".to_string()];
-            if bool_arg(args, "staged", false) {
-                v.push("--staged".into());
-            }
-            v
-        }
-    };
-    if action == "diff" {
-        argv.push("--".into());
-        if let Some(raw) = str_arg(args, "path") {
-            match diff_path(ctx, &root, raw) {
-                Ok(rel) if rel.as_os_str().is_empty() => argv.push(".".into()),
-                Ok(rel) => argv.push(format!(":(literal){}", rel.display())),
-                Err(out) => return out,
-            }
-        }
-        argv.extend(secret_excludes());
-    }
     let max_bytes = u64_arg(args, "max_bytes", DEFAULT_MAX_BYTES) as usize;
     let root_s = root.display().to_string();
-    match run_git(&root, &argv, max_bytes, GIT_TIMEOUT) {
+    // Every action is limited to the managed root: a root inside a bigger
+    // repository (a monorepo package, a folder of a dotfiles repository) shows
+    // only its own files and the commits that touched them. git runs in the root,
+    // so the pathspec "." is the root.
+    let ran = match action {
+        "status" => run_git(&root, &["status", "--porcelain", "-b", "--", "."], max_bytes, GIT_TIMEOUT),
+        "log" => {
+            let count = format!("-n{}", u64_arg(args, "max_count", DEFAULT_MAX_COUNT));
+            run_git(&root, &["log", count.as_str(), "--oneline", "--decorate", "--", "."], max_bytes, GIT_TIMEOUT)
+        }
+        _ => {
+            let spec = match str_arg(args, "path") {
+                None => ".".to_string(),
+                Some(raw) => match diff_path(ctx, &root, raw) {
+                    Ok(rel) if rel.as_os_str().is_empty() => ".".into(),
+                    Ok(rel) => format!(":(literal){}", rel.display()),
+                    Err(out) => return out,
+                },
+            };
+            diff(&root, &spec, bool_arg(args, "staged", false), max_bytes)
+        }
+    };
+    match ran {
         Ok(run) => {
             let mut payload = json!({
                 "ok": run.success(),
@@ -104,28 +106,75 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
     }
 }
 
+/// Largest list of changed paths read before a diff.
+const NAMES_CAP: usize = 16 * 1024 * 1024;
+/// Bytes of path arguments given to one `git diff`; more paths take several runs.
+const PATHSPEC_CHUNK_BYTES: usize = 128 * 1024;
+
+/// The diff of the changed files under `spec` that the secret-path policy allows.
+///
+/// git's own case folding (`:(icase)`) knows ASCII only, so a secret name with a
+/// non-ASCII case variant would pass an exclude pathspec. Instead the changed paths
+/// are listed first (`-z --name-only`, relative to the root), each is judged by the
+/// policy's own matcher, and only the allowed ones are diffed, named literally: a
+/// file that changes between the two steps is not in the second one at all.
+/// Renames are off, so a secret renamed to an innocent name shows as the deletion
+/// of a secret (left out) and the addition of a new file, never as a diff against
+/// the secret's content.
+fn diff(root: &Path, spec: &str, staged: bool, max_bytes: usize) -> Result<GitRun, GitError> {
+    let mut base: Vec<OsString> = ["diff", "--no-ext-diff", "--no-renames", "--relative"].map(OsString::from).into();
+    if staged {
+        base.push("--staged".into());
+    }
+    let mut list = base.clone();
+    list.extend(["--name-only", "-z", "--", spec].map(OsString::from));
+    let names = run_git(root, &list, NAMES_CAP, GIT_TIMEOUT)?;
+    if !names.success() || names.stdout_truncated {
+        return Ok(GitRun { stdout: Vec::new(), stdout_truncated: false, ..names });
+    }
+    let allowed: Vec<OsString> = names
+        .stdout
+        .split(|b| *b == 0)
+        .map(OsStr::from_bytes)
+        .filter(|name| !name.is_empty() && !is_secret_path(Path::new(name)))
+        .map(|name| {
+            let mut spec = OsString::from(":(literal)");
+            spec.push(name);
+            spec
+        })
+        .collect();
+    let mut out = GitRun { exit_code: Some(0), stdout: Vec::new(), stdout_truncated: false, stderr: Vec::new() };
+    let mut pending = allowed.into_iter().peekable();
+    while pending.peek().is_some() {
+        if out.stdout.len() >= max_bytes {
+            out.stdout_truncated = true;
+            break;
+        }
+        let mut argv = base.clone();
+        argv.push("--".into());
+        let mut bytes = 0;
+        while let Some(next) = pending.next_if(|next| bytes == 0 || bytes + next.len() <= PATHSPEC_CHUNK_BYTES) {
+            bytes += next.len();
+            argv.push(next);
+        }
+        let run = run_git(root, &argv, max_bytes - out.stdout.len(), GIT_TIMEOUT)?;
+        out.stdout.extend_from_slice(&run.stdout);
+        out.stderr.extend_from_slice(&run.stderr);
+        out.stderr.truncate(STDERR_CAP);
+        out.exit_code = run.exit_code;
+        out.stdout_truncated = run.stdout_truncated;
+        if !run.success() || run.stdout_truncated {
+            break;
+        }
+    }
+    Ok(out)
+}
+
 /// `bytes` without a character the cap cut in two: a cut output ends before
 /// it, rather than in a replacement mark that reads like broken text in the
 /// repository (the same rule as exec output pages). Complete output is left alone.
 fn whole_chars(bytes: &[u8], truncated: bool) -> &[u8] {
     if truncated { &bytes[..crate::exec::ring::utf8_safe_len(bytes)] } else { bytes }
-}
-
-/// Name patterns of the secret-path policy (spec §2.2) as git globs.
-const SECRET_GLOBS: [&str; 14] = [
-    ".env", ".env.*", "*.env", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "*secret*", "*token*",
-    "*credential*", "*.pem", "*.key", "*.p12", "*.pfx",
-];
-
-/// Pathspecs that keep secret-like files (and everything below secret-like
-/// directories) out of a diff, so a whole-repository diff cannot leak them.
-fn secret_excludes() -> Vec<String> {
-    let mut v: Vec<String> = SECRET_GLOBS
-        .iter()
-        .flat_map(|g| [format!(":(exclude,icase,glob)**/{g}"), format!(":(exclude,icase,glob)**/{g}/**")])
-        .collect();
-    v.push(":(exclude,icase,glob)**/.git/config".into());
-    v
 }
 
 /// The diff path, relative to `root`. It need not exist (a deleted file still has a

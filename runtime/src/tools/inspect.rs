@@ -161,7 +161,7 @@ fn project(root: &Path) -> Value {
         return p;
     }
     p["vcs"] = json!("git");
-    match run_git(root, &["status", "--porcelain", "--untracked-files=normal"], STATUS_CAP, STATUS_TIMEOUT) {
+    match run_git(root, &["status", "--porcelain", "--untracked-files=normal", "--", "."], STATUS_CAP, STATUS_TIMEOUT) {
         Ok(run) if run.success() => {
             let changed = run.stdout_text().lines().filter(|l| !l.is_empty()).count();
             p["dirty"] = json!(changed > 0);
