@@ -47,6 +47,9 @@ async fn run_git(dir: &Path, args: &[&str], timeout: Duration) -> Option<String>
         .arg("-C")
         .arg(dir)
         .args(args)
+        // Read-only: no optional index lock, so the kill at the deadline leaves none.
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env("GIT_TERMINAL_PROMPT", "0")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())

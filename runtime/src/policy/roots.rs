@@ -139,6 +139,7 @@ fn git_toplevel(cwd: &Path) -> Result<PathBuf, PolicyError> {
         .arg(cwd)
         .args(["rev-parse", "--show-toplevel"])
         .env("GIT_PAGER", "cat")
+        .env("GIT_OPTIONAL_LOCKS", "0")
         .output()
         .map_err(|e| invalid(format!("cannot run git to find the project root of {}: {e}", cwd.display())))?;
     if !out.status.success() {
