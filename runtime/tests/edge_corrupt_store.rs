@@ -161,25 +161,32 @@ async fn stored_redirect_uri_no_longer_registered() {
     still_serves(&e).await;
 }
 
+/// Two pending requests of one client (a retried tab): each is its own
+/// connector, and approving one never approves the other (issue 22 item 2; the
+/// two used to share a connector and one approval). Rejecting the damaged one
+/// withdraws only its own connector; the other is still pending, and approving
+/// it on its own completes it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_sibling_approved_with_the_damaged_request_keeps_the_connector() {
+async fn a_damaged_request_leaves_the_other_pending_request_alone() {
     edge_log();
     let e = InProc::start().await;
     let c = e.client().await;
-    // Two pending requests of one client (a retried tab) share a connector,
-    // and one approval approves both.
-    let (damaged, sibling) = (e.pending(&c).await, e.pending(&c).await);
+    let (damaged, other) = (e.pending(&c).await, e.pending(&c).await);
     let connector_id = e.approve(&damaged).expect("approve").connector_id;
     set_approval_redirect(&e, &damaged.request_id, "https://elsewhere.example/cb");
     assert_eq!(e.poll(&damaged).await.status, 500);
     assert_eq!(approval_status(&e, &damaged.request_id), "rejected");
-    assert_eq!(connector_and_grant_rows(&e, &connector_id), (1, 1), "the sibling may still use them");
-    let r = e.poll(&sibling).await;
-    assert_eq!(r.status, 200, "the undamaged sibling still completes: {}", r.body);
+    assert_eq!(connector_and_grant_rows(&e, &connector_id), (0, 0), "the damaged request's unused connector is withdrawn");
+    assert_eq!(approval_status(&e, &other.request_id), "pending");
+    assert_eq!(e.poll(&other).await.status, 202, "the other request was not approved with the damaged one");
+    let other_connector = e.approve(&other).expect("approve the other request").connector_id;
+    assert_ne!(other_connector, connector_id);
+    let r = e.poll(&other).await;
+    assert_eq!(r.status, 200, "{}", r.body);
     let code = query_of(r.json()["redirect"].as_str().unwrap())["code"].clone();
-    let tokens = e.redeem(&c, &code, &sibling.verifier).await;
+    let tokens = e.redeem(&c, &code, &other.verifier).await;
     assert_eq!(tokens.status, 200, "{}", tokens.body);
-    assert!(listed(&e, &connector_id));
+    assert!(listed(&e, &other_connector));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -44,6 +44,11 @@ fn rpc(r: Resp) -> Outcome {
     (r.status, code)
 }
 
+/// A client whose connections leave from 127.0.0.`n`.
+fn source(e: &InProc, n: usize) -> Http {
+    Http::from_source(&e.issuer, &format!("127.0.0.{n}"), "corpus")
+}
+
 fn wrong_code(code: &str) -> String {
     format!("{:06}", (code.parse::<u32>().unwrap() + 1) % 1_000_000)
 }
@@ -119,17 +124,46 @@ fn cases() -> Vec<Case> {
         case!("dcr body that is a JSON array", 400, "invalid_client_metadata", |e| {
             oauth(e.http.post_raw("/register", "application/json", b"[1]".to_vec(), None).await)
         }),
+        // The shared cap still holds when many sources register: 26 addresses
+        // of 10 each (one source alone is held to its own bucket, below).
         case!("dcr past 256 unapproved clients", 429, "temporarily_unavailable", |e| {
             for i in 0..256 {
-                let r = e.register(json!({"redirect_uris": [REDIRECT]})).await;
+                let r = source(&e, 2 + i / 10).register(json!({"redirect_uris": [REDIRECT]})).await;
                 assert_eq!(r.status, 201, "registration {i}: {}", r.body);
             }
-            let r = e.register(json!({"redirect_uris": [REDIRECT]})).await;
+            let r = source(&e, 30).register(json!({"redirect_uris": [REDIRECT]})).await;
             assert_eq!(r.json()["error_description"], "dcr_capacity_reached");
             // An hour later the unapproved registrations have expired.
             e.clock.advance_ms(60 * 60 * 1000 + 1);
-            assert_eq!(e.register(json!({"redirect_uris": [REDIRECT]})).await.status, 201);
+            assert_eq!(source(&e, 30).register(json!({"redirect_uris": [REDIRECT]})).await.status, 201);
             oauth(r)
+        }),
+        case!("registration_flood_from_one_source_is_rate_limited_not_shared", 429, "temporarily_unavailable", |e| {
+            let flood = source(&e, 2);
+            let mut accepted = 0;
+            let mut last = None;
+            for _ in 0..40 {
+                let r = flood.register(json!({"redirect_uris": [REDIRECT]})).await;
+                if r.status == 201 { accepted += 1 } else { last = Some(r) }
+            }
+            assert_eq!(accepted, 10, "one source gets its burst, then waits");
+            let r = last.expect("the flood was refused");
+            assert_eq!(r.json()["error_description"], "registration_rate_limited");
+            assert_eq!(r.header("retry-after"), "60");
+            assert_eq!(source(&e, 3).register(json!({"redirect_uris": [REDIRECT]})).await.status, 201, "another source is unaffected");
+            // The bucket refills: one a minute.
+            e.clock.advance_ms(60_000);
+            assert_eq!(flood.register(json!({"redirect_uris": [REDIRECT]})).await.status, 201);
+            oauth(r)
+        }),
+        case!("unapproved registration expires on its own (hourly sweep)", 400, "invalid_request", |e| {
+            let c = e.client().await;
+            e.clock.advance_ms(60 * 60 * 1000 + 1);
+            connectors::sweep(&e.store).unwrap();
+            let gone: i64 = e.store.read(|tx| tx.query_row("SELECT COUNT(*) FROM clients WHERE client_id = ?1", [&c.id], |r| r.get(0))).unwrap();
+            assert_eq!(gone, 0, "the sweep removed the stale registration");
+            let (_, ch) = pkce();
+            oauth(e.authorize(&c, &ch, "late").await)
         }),
         // ---- /oauth/authorize ----
         case!("authorize with an unknown client", 400, "invalid_request", |e| {
@@ -151,8 +185,17 @@ fn cases() -> Vec<Case> {
             let (_, ch) = pkce();
             oauth(e.http.get(&authorize_path(&[("response_type","code"),("client_id",&id),("redirect_uri",REDIRECT),("code_challenge",&ch),("code_challenge_method","S256")])).await)
         }),
-        case!("authorize with response_type=token", 302, "unsupported_response_type", |e| {
+        case!("authorize with response_type=token (unapproved client: no redirect)", 400, "unsupported_response_type", |e| {
             let c = e.client().await;
+            let (_, ch) = pkce();
+            let r = e.http.get(&authorize_path(&[("response_type","token"),("client_id",&c.id),("redirect_uri",REDIRECT),("code_challenge",&ch),("code_challenge_method","S256"),("state","s1")])).await;
+            assert!(r.header("location").is_empty(), "an unapproved client's redirect_uri is not trusted: {:?}", r.headers);
+            oauth(r)
+        }),
+        // Once an operator approved the client, errors go back to it (RFC 6749
+        // §4.1.2.1) with state and iss (RFC 9207).
+        case!("authorize with response_type=token (approved client: redirect)", 302, "unsupported_response_type", |e| {
+            let (c, _, _) = e.tokens().await;
             let (_, ch) = pkce();
             let r = e.http.get(&authorize_path(&[("response_type","token"),("client_id",&c.id),("redirect_uri",REDIRECT),("code_challenge",&ch),("code_challenge_method","S256"),("state","s1")])).await;
             let q = query_of(&r.header("location"));
@@ -160,34 +203,39 @@ fn cases() -> Vec<Case> {
             assert_eq!(q.get("iss"), Some(&e.issuer));
             oauth(r)
         }),
-        case!("authorize without PKCE", 302, "invalid_request", |e| {
+        case!("authorize with another scope (approved client: redirect)", 302, "invalid_scope", |e| {
+            let (c, _, _) = e.tokens().await;
+            let (_, ch) = pkce();
+            oauth(e.http.get(&authorize_path(&[("response_type","code"),("client_id",&c.id),("redirect_uri",REDIRECT),("code_challenge",&ch),("code_challenge_method","S256"),("scope","mcp admin")])).await)
+        }),
+        case!("authorize without PKCE (unapproved client: no redirect)", 400, "invalid_request", |e| {
             let c = e.client().await;
             let r = e.http.get(&authorize_path(&[("response_type","code"),("client_id",&c.id),("redirect_uri",REDIRECT)])).await;
-            assert_eq!(query_of(&r.header("location"))["error_description"], "PKCE code_challenge is required (S256)");
+            assert_eq!(r.json()["error_description"], "PKCE code_challenge is required (S256)");
             oauth(r)
         }),
-        case!("authorize with PKCE plain", 302, "invalid_request", |e| {
+        case!("authorize with PKCE plain (unapproved client: no redirect)", 400, "invalid_request", |e| {
             let c = e.client().await;
             let (v, _) = pkce();
             let r = e.http.get(&authorize_path(&[("response_type","code"),("client_id",&c.id),("redirect_uri",REDIRECT),("code_challenge",&v),("code_challenge_method","plain")])).await;
-            assert_eq!(query_of(&r.header("location"))["error_description"], "only code_challenge_method=S256 is supported");
+            assert_eq!(r.json()["error_description"], "only code_challenge_method=S256 is supported");
             oauth(r)
         }),
-        case!("authorize with PKCE method omitted (means plain)", 302, "invalid_request", |e| {
+        case!("authorize with PKCE method omitted (means plain) (unapproved client: no redirect)", 400, "invalid_request", |e| {
             let c = e.client().await;
             let (_, ch) = pkce();
             oauth(e.http.get(&authorize_path(&[("response_type","code"),("client_id",&c.id),("redirect_uri",REDIRECT),("code_challenge",&ch)])).await)
         }),
-        case!("authorize with a malformed S256 challenge", 302, "invalid_request", |e| {
+        case!("authorize with a malformed S256 challenge (unapproved client: no redirect)", 400, "invalid_request", |e| {
             let c = e.client().await;
             oauth(e.http.get(&authorize_path(&[("response_type","code"),("client_id",&c.id),("redirect_uri",REDIRECT),("code_challenge","short"),("code_challenge_method","S256")])).await)
         }),
-        case!("authorize with another scope", 302, "invalid_scope", |e| {
+        case!("authorize with another scope (unapproved client: no redirect)", 400, "invalid_scope", |e| {
             let c = e.client().await;
             let (_, ch) = pkce();
             oauth(e.http.get(&authorize_path(&[("response_type","code"),("client_id",&c.id),("redirect_uri",REDIRECT),("code_challenge",&ch),("code_challenge_method","S256"),("scope","mcp admin")])).await)
         }),
-        case!("authorize with a foreign resource", 302, "invalid_target", |e| {
+        case!("authorize with a foreign resource (unapproved client: no redirect)", 400, "invalid_target", |e| {
             let c = e.client().await;
             let (_, ch) = pkce();
             oauth(e.http.get(&authorize_path(&[("response_type","code"),("client_id",&c.id),("redirect_uri",REDIRECT),("code_challenge",&ch),("code_challenge_method","S256"),("resource","https://evil.example/mcp")])).await)
@@ -219,16 +267,86 @@ fn cases() -> Vec<Case> {
             assert_eq!(r.json()["error_description"], "client_pending_limit");
             oauth(r)
         }),
+        // The shared cap still holds when many sources ask: 13 addresses of 10
+        // each (one source is held to its bucket and its own share, below).
         case!("authorize past 128 pending requests", 429, "temporarily_unavailable", |e| {
-            for _ in 0..32 {
-                let c = e.client().await;
-                for _ in 0..4 { e.pending(&c).await; }
+            let mut made = 0;
+            for n in 2..15 {
+                let from = source(&e, n);
+                let clients = [from.dcr_client().await, from.dcr_client().await, from.dcr_client().await];
+                for k in 0..10 {
+                    if made < 128 {
+                        from.pending(&clients[k / 4]).await;
+                        made += 1;
+                    }
+                }
             }
-            let c = e.client().await;
+            let from = source(&e, 20);
+            let c = from.dcr_client().await;
             let (_, ch) = pkce();
-            let r = e.authorize(&c, &ch, "one-too-many").await;
+            let r = from.authorize(&c, &ch, "one-too-many").await;
             assert_eq!(r.json()["error_description"], "pending_capacity_reached");
             oauth(r)
+        }),
+        case!("pending_flood_from_one_source_leaves_others_their_requests", 429, "temporarily_unavailable", |e| {
+            // A public client_id is shared (ChatGPT's is everyone's): a stranger
+            // using it from one address fills only that address's share.
+            let shared = e.client().await;
+            let flood = source(&e, 2);
+            let mut made = 0;
+            let mut first = None;
+            for i in 0..20 {
+                let (_, ch) = pkce();
+                let r = flood.authorize(&shared, &ch, &format!("flood-{i}")).await;
+                if r.status == 200 { made += 1 } else if first.is_none() { first = Some(r) }
+            }
+            assert_eq!(made, 4, "one source holds at most 4 pending requests of one client");
+            let r = first.expect("the flood was refused");
+            assert_eq!(r.json()["error_description"], "client_pending_limit");
+            assert!(r.header("retry-after").parse::<u64>().is_ok_and(|s| s > 0), "{:?}", r.headers);
+            let (_, ch) = pkce();
+            assert_eq!(e.authorize(&shared, &ch, "legit").await.status, 200, "another source still gets its approval page");
+            // Other clients from the flooding source: its bucket (10 at once) runs dry.
+            let mut refused = None;
+            for _ in 0..3 {
+                let c = flood.dcr_client().await;
+                for _ in 0..4 {
+                    let (_, ch) = pkce();
+                    let r = flood.authorize(&c, &ch, "more").await;
+                    if r.status != 200 { refused = Some(r) }
+                }
+            }
+            let r = refused.expect("the bucket ran dry");
+            assert_eq!(r.json()["error_description"], "authorization_rate_limited");
+            oauth(r)
+        }),
+        case!("approved_public_client_does_not_mint_for_strangers", 202, "pending", |e| {
+            let (c, t, _) = e.tokens().await;
+            let stranger = source(&e, 2);
+            let (_, ch) = pkce();
+            let r = stranger.authorize(&c, &ch, "mine-now").await;
+            assert!(r.header("location").is_empty(), "a code for a stranger: {:?}", r.headers);
+            assert_eq!(e.http.mcp(&t.access, "tools/list", json!({})).await.status, 200);
+            let (rid, _, resume) = scrape_page(&r.body);
+            let q = serde_urlencoded::to_string([("request_id", &rid), ("resume_token", &resume)]).unwrap();
+            poll_outcome(stranger.get(&format!("/oauth/authorize/poll?{q}")).await)
+        }),
+        case!("approving_one_request_approves_only_that_request", 202, "pending", |e| {
+            let c = e.client().await;
+            let (a, b) = (e.pending(&c).await, source(&e, 2).pending(&c).await);
+            let info = e.approve(&a).unwrap();
+            let other: String = e.store.read(|tx| tx.query_row("SELECT connector_id FROM approvals WHERE request_id = ?1", [&b.request_id], |r| r.get(0))).unwrap();
+            assert_ne!(info.connector_id, other, "each request is its own connector");
+            assert_eq!(e.poll(&a).await.status, 200);
+            poll_outcome(e.poll(&b).await)
+        }),
+        case!("mcp tools/call with arguments deeper than a link accepts", 200, "-32602", |e| {
+            let (_, t, _) = e.tokens().await;
+            let mut v = json!({});
+            for _ in 0..herdr_mcp::edge::relay::MAX_ARGUMENTS_DEPTH { v = json!({"n": v}); }
+            let r = e.http.mcp(&t.access, "tools/call", json!({"name": "herdr_fs_read", "arguments": v})).await;
+            assert!(r.json()["error"]["message"].as_str().unwrap_or("").contains("31 levels"), "{}", r.body);
+            rpc(r)
         }),
         case!("authorize for a revoked grant", 302, "access_denied", |e| {
             let (c, _, conn) = e.tokens().await;
