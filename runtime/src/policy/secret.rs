@@ -1,6 +1,13 @@
 //! The secret-like path denylist (spec §2.2). Read/edit/write/patch/image and the
 //! `herdr_git` diff path refuse such paths; list and grep skip them silently.
 //!
+//! Beyond spec §2.2 (`.env*`, SSH key names, `*secret*`, `*token*`, `*credential*`,
+//! key stores, `.git/config`), credential stores of common tools are secret too:
+//! `.netrc`, `.npmrc`, `.pgpass`, `.pypirc`, `kubeconfig`, `.kube/config`,
+//! `.docker/config.json`, everything under `.ssh/`, `.git/config.worktree` and a
+//! submodule's `.git/modules/…/config`. `herdr_git diff` filters its files with
+//! this same matcher.
+//!
 //! The rules are stated on the lowercased path. An ASCII path (nearly every path)
 //! is matched without building the lowercased copy; any other path is lowercased
 //! in full, because Unicode lowercasing can turn a non-ASCII letter into an ASCII
@@ -15,8 +22,15 @@ const KEY_PREFIXES: [&str; 4] = ["id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"];
 const SECRET_WORDS: [&str; 3] = ["secret", "token", "credential"];
 /// Suffixes of environment files and key/certificate stores.
 const SECRET_SUFFIXES: [&str; 5] = [".env", ".pem", ".key", ".p12", ".pfx"];
-/// A repository's own configuration (may hold credentials in remote URLs).
-const GIT_CONFIG: &[u8] = b".git/config";
+/// Whole names of credential stores (`.ssh` covers everything below it).
+const SECRET_NAMES: [&str; 7] = [".env", ".netrc", ".npmrc", ".pgpass", ".pypirc", "kubeconfig", ".ssh"];
+/// A directory and a file in it that hold credentials together: a repository's
+/// own configuration (remote URLs with passwords), the Kubernetes and Docker
+/// client configurations.
+const SECRET_PAIRS: [(&str, &str); 4] =
+    [(".git", "config"), (".git", "config.worktree"), (".kube", "config"), (".docker", "config.json")];
+/// Configuration files of a submodule's repository (`.git/modules/<name…>/config`).
+const MODULE_CONFIGS: [&str; 2] = ["config", "config.worktree"];
 
 /// True when `path` (any form: absolute, relative, with backslashes) is secret-like.
 pub fn is_secret(path: &str) -> bool {
@@ -39,36 +53,59 @@ pub fn is_secret_path(path: &Path) -> bool {
 
 /// Lowercased, with `/` as the only separator.
 fn is_secret_lowered(lowered: &[u8]) -> bool {
-    is_git_config(lowered, |a, b| a == b) || lowered.split(|b| *b == b'/').any(is_secret_component)
+    secret_components(lowered.split(|b| *b == b'/'))
 }
 
 /// ASCII in any case, with `/` or `\` as separators.
 fn is_secret_ascii(path: &[u8]) -> bool {
-    let same = |a: u8, b: u8| if b == b'/' { a == b'/' || a == b'\\' } else { a.eq_ignore_ascii_case(&b) };
-    is_git_config(path, same) || path.split(|b| *b == b'/' || *b == b'\\').any(is_secret_component)
+    secret_components(path.split(|b| *b == b'/' || *b == b'\\'))
 }
 
-/// The whole path is `.git/config` or ends with `/.git/config`, comparing bytes
-/// with `same(path byte, rule byte)`.
-fn is_git_config(path: &[u8], same: impl Fn(u8, u8) -> bool) -> bool {
-    let ends_with = |suffix: &[u8]| {
-        path.len() >= suffix.len() && path[path.len() - suffix.len()..].iter().zip(suffix).all(|(a, b)| same(*a, *b))
-    };
-    (path.len() == GIT_CONFIG.len() && ends_with(GIT_CONFIG)) || ends_with(b"/.git/config")
+fn eq(a: &[u8], b: &str) -> bool {
+    a.eq_ignore_ascii_case(b.as_bytes())
+}
+
+/// The rules over a path's components (empty ones, from `//` or a leading `/`,
+/// are skipped), compared without regard to ASCII case, in one pass without
+/// allocating: any secret component, or a path ending in one of the
+/// [`SECRET_PAIRS`], or in a submodule's configuration.
+fn secret_components<'a>(parts: impl Iterator<Item = &'a [u8]>) -> bool {
+    let (mut prev, mut last): (Option<&[u8]>, Option<&[u8]>) = (None, None);
+    let mut index = 0usize;
+    // Index of the first `modules` right after a `.git`.
+    let mut modules_at: Option<usize> = None;
+    for c in parts.filter(|c| !c.is_empty()) {
+        if is_secret_component(c) {
+            return true;
+        }
+        if modules_at.is_none() && eq(c, "modules") && last.is_some_and(|l| eq(l, ".git")) {
+            modules_at = Some(index);
+        }
+        prev = last;
+        last = Some(c);
+        index += 1;
+    }
+    let Some(last) = last else { return false };
+    if let Some(prev) = prev
+        && SECRET_PAIRS.iter().any(|(dir, file)| eq(prev, dir) && eq(last, file))
+    {
+        return true;
+    }
+    // `.git/modules/<at least one name>/config`: the last index is past `modules` + 1.
+    modules_at.is_some_and(|m| index > m + 2) && MODULE_CONFIGS.iter().any(|f| eq(last, f))
 }
 
 /// One component, compared without regard to ASCII case. `.git` itself is exempt
-/// so that repository paths stay usable; `.git/config` is caught by the whole-path
-/// rule above.
+/// so that repository paths stay usable; its configuration files are caught by
+/// the whole-path rules above.
 fn is_secret_component(c: &[u8]) -> bool {
-    let eq = |a: &[u8], b: &str| a.eq_ignore_ascii_case(b.as_bytes());
     let starts = |p: &str| c.len() >= p.len() && eq(&c[..p.len()], p);
     let ends = |s: &str| c.len() >= s.len() && eq(&c[c.len() - s.len()..], s);
     let contains = |w: &str| c.windows(w.len()).any(|win| eq(win, w));
     if c.is_empty() || eq(c, ".git") {
         return false;
     }
-    eq(c, ".env")
+    SECRET_NAMES.iter().any(|n| eq(c, n))
         || starts(".env.")
         || KEY_PREFIXES.iter().any(|p| starts(p))
         || SECRET_WORDS.iter().any(|w| contains(w))
@@ -106,6 +143,23 @@ mod tests {
             ".git\\config",
             "/r/to\u{212A}en.txt",
             "/r/é/.\u{212A}EY",
+            "/r/.netrc",
+            "/r/.NPMRC",
+            "/r/.pgpass",
+            "/r/.pypirc",
+            "/r/kubeconfig",
+            "/r/.kube/config",
+            "/r/.Kube/Config",
+            "/r/.docker/config.json",
+            "/r/.ssh",
+            "/r/.ssh/known_hosts",
+            "/r/sub/.ssh/authorized_keys",
+            "/r/.git/config.worktree",
+            "/r/.git/modules/lib/config",
+            "/r/.git/modules/a/b/config",
+            "/r/.git/modules/lib/modules/inner/config.worktree",
+            ".git//config",
+            "r\\.kube\\config",
         ] {
             assert!(is_secret(p), "{p} should be secret");
         }
@@ -126,21 +180,38 @@ mod tests {
             "/r/tok-en",
             "/r/x.git/config",
             "/r/é/main.rs",
+            "/r/.kube",
+            "/r/.kube/cache/x",
+            "/r/config",
+            "/r/.docker/daemon.json",
+            "/r/docker/config.json",
+            "/r/.git/modules/config",
+            "/r/.git/modules/lib/HEAD",
+            "/r/modules/lib/config",
+            "/r/.sshd",
+            "/r/netrc.md",
         ] {
             assert!(!is_secret(p), "{p} should be allowed");
         }
     }
 
-    /// The rules as first written: lowercase the whole path, then match.
+    /// The rules written plainly: lowercase the whole path, then match.
     fn reference(path: &str) -> bool {
         let lowered = path.to_lowercase().replace('\\', "/");
-        if lowered.ends_with("/.git/config") || lowered == ".git/config" {
+        let comps: Vec<&str> = lowered.split('/').filter(|c| !c.is_empty()).collect();
+        let n = comps.len();
+        if n >= 2 && super::SECRET_PAIRS.iter().any(|(d, f)| comps[n - 2] == *d && comps[n - 1] == *f) {
             return true;
         }
-        lowered.split('/').any(|c| {
-            !c.is_empty()
-                && c != ".git"
-                && (c == ".env"
+        if let Some(m) = comps.windows(2).position(|w| w == [".git", "modules"]).map(|i| i + 1)
+            && n > m + 2
+            && super::MODULE_CONFIGS.contains(&comps[n - 1])
+        {
+            return true;
+        }
+        comps.iter().any(|c| {
+            *c != ".git"
+                && (super::SECRET_NAMES.contains(c)
                     || c.starts_with(".env.")
                     || super::KEY_PREFIXES.iter().any(|p| c.starts_with(p))
                     || super::SECRET_WORDS.iter().any(|w| c.contains(w))
@@ -152,9 +223,9 @@ mod tests {
     /// both separators and non-ASCII letters (one of which lowercases to ASCII).
     #[test]
     fn the_ascii_shortcut_decides_as_the_lowercased_rules() {
-        const PIECES: [&str; 16] = [
+        const PIECES: [&str; 19] = [
             "/", "\\", ".", "a", ".Env", "ENV", "Id_RSA", "sEcReT", "tok", "EN", ".git", "CONFIG", ".PeM", "\u{212A}",
-            "é", "",
+            "é", "", "modules", ".ssh", ".kube",
         ];
         let mut last = vec![String::new()];
         let mut checked = 0;

@@ -71,6 +71,6 @@ pub fn commit_refusal(path: &std::path::Path, e: crate::policy::atomic::CommitEr
 #[macro_export]
 macro_rules! path_rules {
     () => {
-        " Paths may be absolute or relative; relative paths are taken from the first managed root. Every path must stay inside a managed root after symlinks are resolved, and secret-looking files (.env*, keys, *.pem, anything named like a token, secret or credential, .git/config) are never touched."
+        " Paths may be absolute or relative; relative paths are taken from the first managed root. Every path must stay inside a managed root after symlinks are resolved, and secret-looking files (.env*, keys, *.pem, anything named like a token, secret or credential, .git/config, .netrc, .npmrc, .pgpass, .pypirc, kubeconfig, .kube/config, .docker/config.json, anything under .ssh) are never touched."
     };
 }
