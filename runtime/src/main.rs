@@ -60,11 +60,16 @@ needs `Authorization: Bearer $HERDR_MCP_TOKEN` and non-loopback Host/Origin are 
 
 Environment:
   HERDR_EXTENSION_IPC_SOCKET  socket path (same as --socket)
-  HERDR_MCP_TOKEN             bearer for --listen (required with --listen)
+  HERDR_MCP_TOKEN             bearer for --listen (required with --listen): at least 32
+                              random characters, e.g. `openssl rand -hex 32`
   HERDR_MCP_ROOTS             managed roots, separated by ':' or ',' (when no --root is given)
   HERDR_MCP_READONLY=1        refuse every change to the machine (unset, 0, false, no, off:
                               allow changes; any other value stops the start)
-  HERDR_MCP_WRITE_ROOTS       only these roots may be changed, ','-separated (default: all)
+  HERDR_MCP_WRITE_ROOTS       the file tools change files only in these roots, and commands
+                              (herdr_exec, herdr_exec_start) start only in a workspace whose
+                              root is one of them, ','-separated (default: all). Commands are
+                              not sandboxed: a command runs as you and can change any file
+                              you can, inside a write root or not.
   HERDR_MCP_STATE_DIR         state database directory (same as --state-dir)
   HERDR_MCP_EXEC_BACKEND      how commands run: auto (default), native or utility_pane
   HERDR_SOCKET_PATH           Herdr's socket (default: Herdr's own, ~/.config/herdr/herdr.sock);

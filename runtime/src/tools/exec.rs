@@ -43,7 +43,9 @@ pub fn spec() -> ToolSpec {
             "pass intent (read_only, idempotent_write, non_idempotent_write) and, for writes, an idempotency_key: a ",
             "repeated call with the same key and request returns the recorded result (idempotent_replay:true) ",
             "without running anything; the same key with a different request is refused. Refused in read-only ",
-            "mode, outside the write roots, and while an agent works in that project unless confirm_busy is true. ",
+            "mode, in a workspace outside the write roots, and while an agent works in that project unless ",
+            "confirm_busy is true. The command is not sandboxed: it runs as the user and can change files outside ",
+            "its project, so the write roots decide where a command starts, not what it touches. ",
             "For folders a background process may not open (macOS Documents, Desktop, Downloads), or when the ",
             "runtime is set to, the command is typed into the workspace's herdr-mcp:utility pane instead ",
             "(backend utility_pane); utility_pane_not_ready means that pane is busy: retry after retry_after_ms."

@@ -21,7 +21,8 @@ pub fn spec() -> ToolSpec {
             "Use this for long jobs such as builds, test suites or servers; for a short command whose result ",
             "you want right away, use herdr_exec. root must be exactly one of the managed project roots. ",
             "Refused in read-only mode, outside the write roots, and while an agent works in that project ",
-            "unless confirm_busy is true. Sessions are forgotten one hour after they end."
+            "unless confirm_busy is true. The command is not sandboxed: it runs as the user and can change files ",
+            "outside its root. Sessions are forgotten one hour after they end."
         ),
         input_schema: schema,
         access: Access::Write,
