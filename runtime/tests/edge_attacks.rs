@@ -244,7 +244,9 @@ async fn authorize_errors_before_trust_are_not_redirected() {
     let id = r.json()["client_id"].as_str().unwrap().to_string();
     let (_, ch) = pkce();
     let (v, _) = pkce();
-    let bad: Vec<(&str, Vec<(&str, &str)>, &str)> = vec![
+    // (what, the bad parameters, the error the edge must show itself)
+    type Bad<'a> = (&'a str, Vec<(&'a str, &'a str)>, &'a str);
+    let bad: Vec<Bad> = vec![
         (
             "response_type=token",
             vec![("response_type", "token"), ("code_challenge", &ch), ("code_challenge_method", "S256")],
