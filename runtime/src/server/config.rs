@@ -4,6 +4,8 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+use super::token_strength;
+
 /// Environment variable naming the trusted Unix socket (the native host uses it too).
 pub const SOCKET_ENV: &str = "HERDR_EXTENSION_IPC_SOCKET";
 /// Environment variable holding the bearer that TCP clients must present.
@@ -20,8 +22,10 @@ pub enum ConfigError {
     NoHome,
     #[error("--listen {0}: TCP is only served on loopback addresses (127.0.0.0/8 or ::1)")]
     NotLoopback(SocketAddr),
-    #[error("--listen needs a bearer token: set {TOKEN_ENV} to a secret string before starting TCP")]
+    #[error("--listen needs a bearer token: set {TOKEN_ENV} to a secret of at least 32 random characters before starting TCP; {}", token_strength::HOW_TO_MAKE)]
     MissingToken,
+    #[error("{TOKEN_ENV} is too weak to guard TCP: {why}; {how}", why = .0, how = token_strength::HOW_TO_MAKE)]
+    WeakToken(String),
     #[error("{TOKEN_ENV} must be printable ASCII with no spaces at either end: no Authorization header could carry it, so every TCP request would be refused")]
     UnusableToken,
     #[error("socket path {path} is {len} bytes long; Unix sockets allow at most {MAX_SOCKET_PATH_BYTES}")]
@@ -88,6 +92,7 @@ pub fn resolve(
             if token.trim() != token || !token.chars().all(|c| c == ' ' || c.is_ascii_graphic()) {
                 return Err(ConfigError::UnusableToken);
             }
+            token_strength::check(&token).map_err(ConfigError::WeakToken)?;
             Some(TcpConfig { addr, token })
         }
     };
@@ -111,6 +116,8 @@ mod tests {
         assert!(matches!(default_socket_path(None, None), Err(ConfigError::NoHome)));
     }
 
+    const STRONG: &str = "3f9a1c7e5b2d8046a1e9c3b7d5f20864";
+
     #[test]
     fn tcp_needs_loopback_and_a_token() {
         let lo: SocketAddr = "127.0.0.1:8772".parse().unwrap();
@@ -131,9 +138,10 @@ mod tests {
                 "{unusable:?}"
             );
         }
-        assert!(resolve(sock.clone(), Some(lo), Some("two words".into()), None, None).is_ok());
+        assert!(resolve(sock.clone(), Some(lo), Some(format!("{STRONG} with spaces")), None, None).is_ok());
+        assert!(matches!(resolve(sock.clone(), Some(lo), Some("t".into()), None, None), Err(ConfigError::WeakToken(_))));
         let v6: SocketAddr = "[::1]:1".parse().unwrap();
-        assert!(resolve(sock.clone(), Some(v6), Some("t".into()), None, None).unwrap().tcp.is_some());
+        assert!(resolve(sock.clone(), Some(v6), Some(STRONG.into()), None, None).unwrap().tcp.is_some());
         assert!(resolve(sock, None, None, None, None).unwrap().tcp.is_none());
     }
 

@@ -13,6 +13,7 @@ pub mod jsonrpc;
 pub mod logging;
 pub mod mcp;
 pub mod sessions;
+pub mod token_strength;
 pub mod unix_socket;
 
 use std::sync::Arc;
@@ -83,7 +84,9 @@ pub async fn serve(listen: ListenConfig, state: Arc<ServerState>, shutdown: Canc
             let tcp_app = with_runtime_generation(tcp_app, generation.clone());
             let stop = shutdown.clone();
             tasks.spawn(async move {
-                axum::serve(listener, tcp_app).with_graceful_shutdown(stop.cancelled_owned()).await
+                axum::serve(listener, tcp_app.into_make_service_with_connect_info::<std::net::SocketAddr>())
+                    .with_graceful_shutdown(stop.cancelled_owned())
+                    .await
             });
             Some(addr)
         }

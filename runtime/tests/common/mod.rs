@@ -30,7 +30,7 @@ use serde_json::Value;
 pub const BIN: &str = env!("CARGO_BIN_EXE_herdr-mcp");
 /// How long a runtime may take to answer `/health` after spawn.
 pub const START_DEADLINE: Duration = Duration::from_secs(30);
-pub const TOKEN: &str = "test-token-0123456789abcdef";
+pub const TOKEN: &str = "3f9a1c7e5b2d8046a1e9c3b7d5f20864e7a9c1b3d5f70e2a4c6b8d0f1e3a5c79";
 
 pub type McpClient = RunningService<RoleClient, ()>;
 
