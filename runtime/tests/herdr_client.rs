@@ -189,7 +189,7 @@ async fn requests_herdr_cannot_parse_are_invalid_request_with_an_empty_id() {
     let e = c.call("pane.teleport", json!({})).await.unwrap_err();
     assert_eq!(e.code, "invalid_request");
     assert!(e.message.contains("unknown variant `pane.teleport`") && e.message.contains("`plugin.pane.close`"), "{}", e.message);
-    assert_eq!(c.call("workspace.get", json!({"workspace_id": "w1"})).await.unwrap_err().code, "sim_unimplemented");
+    assert_eq!(c.call("worktree.list", json!({})).await.unwrap_err().code, "sim_unimplemented");
 }
 
 #[tokio::test]
@@ -407,6 +407,9 @@ async fn event_frames_follow_the_recorded_quirks() {
     // close is followed by the survivor's focus (D.3); an agent leaving releases its detection.
     let subs = ["pane.closed", "pane.focused", "pane.exited", "pane.agent_detected"].map(|t| json!({"type": t}));
     let mut life = c.subscribe(subs.to_vec()).await.unwrap();
+    // A lifecycle subscription first replays what is in Herdr's ring (spec E.1): the detection.
+    let replayed = next(&mut life).await;
+    assert_eq!(replayed["data"], json!({"type": "pane_agent_detected", "agent": "pi", "pane_id": "w1:p1", "workspace_id": "w1"}));
     sim.remove_agent("w1:p1");
     let released = next(&mut life).await;
     assert_eq!(released["event"], "pane_agent_detected");

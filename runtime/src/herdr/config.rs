@@ -20,13 +20,17 @@ pub struct Timeouts {
     pub pane_split: Duration,
     /// `herdr api schema --json`.
     pub schema_cli: Duration,
-    /// The event cache renews its subscription this often (new panes get status
-    /// subscriptions); every new stream is followed by a fresh picture, so this also
-    /// bounds how long an agent renamed outside this runtime shows its old name (Herdr
-    /// emits no event for a rename; see [`super::agent_names`]).
+    /// The event cache renews its lifecycle subscription this often. Herdr replays its
+    /// event ring to every new subscription (spec/herdr.md E.1), so this is rare
+    /// (`HERDR_MCP_HERDR_RENEW_MS`).
     pub resubscribe: Duration,
-    /// ... and starts over (a new stream, then a fresh picture) at least this often.
+    /// ... takes a fresh picture this often, which also bounds how long an agent renamed
+    /// outside this runtime shows its old name (Herdr emits no event for a rename; see
+    /// [`super::agent_names`]) (`HERDR_MCP_HERDR_RESNAPSHOT_MS`).
     pub resnapshot: Duration,
+    /// ... and asks `pane.get` of every known pane this often: Herdr emits nothing when
+    /// a pane's cwd changes (E.7) (`HERDR_MCP_HERDR_POLL_MS`).
+    pub poll: Duration,
     /// First and largest delay between reconnect attempts.
     pub backoff_initial: Duration,
     pub backoff_max: Duration,
@@ -42,8 +46,9 @@ impl Default for Timeouts {
             agent_get: Duration::from_secs(5),
             pane_split: Duration::from_secs(10),
             schema_cli: Duration::from_secs(10),
-            resubscribe: Duration::from_secs(25),
+            resubscribe: Duration::from_secs(600),
             resnapshot: Duration::from_secs(30),
+            poll: Duration::from_millis(1500),
             backoff_initial: Duration::from_millis(250),
             backoff_max: Duration::from_secs(5),
         }
@@ -65,6 +70,25 @@ impl Timeouts {
 
     pub fn clamp(&self, t: Duration) -> Duration {
         t.min(self.max)
+    }
+
+    /// The defaults with the event cache's intervals taken from the environment
+    /// (milliseconds, at least 50; tests shorten them).
+    pub fn from_env() -> Self {
+        let mut t = Timeouts::default();
+        let ms = |var: &str| {
+            std::env::var(var).ok().and_then(|v| v.trim().parse::<u64>().ok()).map(|ms| Duration::from_millis(ms.max(50)))
+        };
+        if let Some(d) = ms("HERDR_MCP_HERDR_RENEW_MS") {
+            t.resubscribe = d;
+        }
+        if let Some(d) = ms("HERDR_MCP_HERDR_RESNAPSHOT_MS") {
+            t.resnapshot = d;
+        }
+        if let Some(d) = ms("HERDR_MCP_HERDR_POLL_MS") {
+            t.poll = d;
+        }
+        t
     }
 }
 
@@ -95,7 +119,7 @@ impl HerdrConfig {
         let herdr_bin =
             std::env::var_os("HERDR_BIN_PATH").map(PathBuf::from).filter(|p| p.is_file()).or_else(|| find_on_path("herdr"));
         let visibility = AgentVisibility::from_setting(std::env::var("HERDR_MCP_AGENT_ALLOW").ok().as_deref());
-        Ok(HerdrConfig { socket_path, herdr_bin, timeouts: Timeouts::default(), visibility })
+        Ok(HerdrConfig { socket_path, herdr_bin, timeouts: Timeouts::from_env(), visibility })
     }
 }
 

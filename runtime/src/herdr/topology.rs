@@ -155,7 +155,8 @@ impl Topology {
         self.agents.retain(|a| str_of(a, "workspace_id") != Some(id));
     }
 
-    fn remove_pane(&mut self, id: &str) {
+    /// Removes a pane and its agent (Herdr no longer knows the pane).
+    pub fn remove_pane(&mut self, id: &str) {
         self.panes.retain(|p| str_of(p, "pane_id") != Some(id));
         self.agents.retain(|a| str_of(a, "pane_id") != Some(id));
     }
@@ -202,6 +203,47 @@ impl Topology {
                 true
             }
         }
+    }
+
+    /// Sets the status of the agent on `pane_id` (and of the pane), if there is one.
+    pub fn set_status(&mut self, pane_id: &str, status: &str) {
+        if let Some(agent) = self.agents.iter_mut().find(|a| str_of(a, "pane_id") == Some(pane_id)) {
+            agent["agent_status"] = json!(status);
+            if let Some(pane) = self.panes.iter_mut().find(|p| str_of(p, "pane_id") == Some(pane_id)) {
+                pane["agent_status"] = json!(status);
+            }
+        }
+    }
+
+    /// Takes what a `pane.get` answer says about a known pane: its fields (cwd, title,
+    /// focus, …) and, when `with_status`, its agent's status. Nothing else: whether an
+    /// agent is there, and its record, come with a picture.
+    pub fn refresh_pane(&mut self, pane: &Value, with_status: bool) {
+        let Some(id) = str_of(pane, "pane_id") else { return };
+        let Some(slot) = self.panes.iter_mut().find(|p| str_of(p, "pane_id") == Some(id)) else { return };
+        let kept_status = slot.get("agent_status").cloned();
+        merge_into(slot, pane);
+        if !with_status && let Some(status) = kept_status {
+            slot["agent_status"] = status;
+        }
+        self.mirror_pane_display(id, pane);
+        if with_status && let Some(status) = str_of(pane, "agent_status") {
+            self.set_status(id, status);
+        }
+    }
+
+    /// Applies a `pane.agent_status_changed` event of a known pane (spec §5, C): the
+    /// status of its agent; an agent the picture lacks is added with what the event
+    /// says; `unknown` without an agent is the agent leaving.
+    pub fn apply_status(&mut self, pane_id: &str, workspace_id: Option<&str>, agent: Option<&str>, status: &str) {
+        if agent.is_none() && status == "unknown" {
+            self.agents.retain(|a| str_of(a, "pane_id") != Some(pane_id));
+            if let Some(pane) = self.panes.iter_mut().find(|p| str_of(p, "pane_id") == Some(pane_id)) {
+                pane["agent_status"] = json!(status);
+            }
+            return;
+        }
+        self.set_agent_status(pane_id, workspace_id, agent, status);
     }
 
     /// Applies one event (`name` as Herdr sent it, `data` its body).

@@ -26,6 +26,7 @@ pub fn fast_timeouts() -> Timeouts {
         schema_cli: Duration::from_secs(5),
         resubscribe: Duration::from_secs(20),
         resnapshot: Duration::from_secs(30),
+        poll: Duration::from_millis(300),
         backoff_initial: Duration::from_millis(20),
         backoff_max: Duration::from_millis(100),
     }
