@@ -146,11 +146,70 @@ impl AdoptedNames {
     }
 }
 
+/// What an agent `target` a tool was given means to Herdr.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// Send it as it is: a pane id or a set name (Herdr resolves those), or nothing
+    /// the picture knows (Herdr's own answer then says so).
+    AsIs,
+    /// The label `herdr_inspect` shows for an agent without a set name is its kind
+    /// (`pi`), which Herdr does not resolve (spec/herdr.md E.6): its pane id.
+    Pane(String),
+    /// That label is shown for several agents: their panes.
+    Ambiguous(Vec<String>),
+}
+
+/// Resolves `target` against the picture: pane ids and set names go as they are;
+/// the kind shown as the name of exactly one visible agent without a set name
+/// becomes that agent's pane id.
+pub fn resolve_target(topology: &Topology, visibility: &super::visibility::AgentVisibility, target: &str) -> Target {
+    let names_it = |a: &&Value| str_of(a, "pane_id") == Some(target) || str_of(a, "name") == Some(target);
+    if topology.pane(target).is_some() || topology.agents.iter().any(|a| names_it(&a)) {
+        return Target::AsIs;
+    }
+    let panes: Vec<String> = topology
+        .agents
+        .iter()
+        .filter(|a| visibility.allows_agent(a) && a.get("name").is_none() && str_of(a, "agent") == Some(target))
+        .filter_map(|a| str_of(a, "pane_id").map(str::to_string))
+        .collect();
+    match panes.len() {
+        0 => Target::AsIs,
+        1 => Target::Pane(panes[0].clone()),
+        _ => Target::Ambiguous(panes),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_kind_shown_as_a_name_resolves_to_its_pane() {
+        use super::super::visibility::AgentVisibility;
+        let t = Topology {
+            panes: vec![json!({"pane_id":"w1:p1"}), json!({"pane_id":"w1:p2"}), json!({"pane_id":"w1:p3"})],
+            agents: vec![
+                json!({"pane_id":"w1:p1","agent":"pi"}),
+                json!({"pane_id":"w1:p2","agent":"claude","name":"helper"}),
+                json!({"pane_id":"w1:p3","agent":"codex"}),
+            ],
+            ..Topology::default()
+        };
+        let all = AgentVisibility::All;
+        assert_eq!(resolve_target(&t, &all, "pi"), Target::Pane("w1:p1".into()));
+        assert_eq!(resolve_target(&t, &all, "w1:p2"), Target::AsIs);
+        assert_eq!(resolve_target(&t, &all, "helper"), Target::AsIs);
+        assert_eq!(resolve_target(&t, &all, "claude"), Target::AsIs, "a set name is shown instead of its kind");
+        assert_eq!(resolve_target(&t, &all, "nobody"), Target::AsIs);
+        let only_pi = AgentVisibility::from_setting(Some("pi"));
+        assert_eq!(resolve_target(&t, &only_pi, "codex"), Target::AsIs, "hidden agents are not resolved");
+        let mut two = t.clone();
+        two.agents.push(json!({"pane_id":"w1:p4","agent":"pi"}));
+        assert_eq!(resolve_target(&two, &all, "pi"), Target::Ambiguous(vec!["w1:p1".into(), "w1:p4".into()]));
+    }
 
     #[test]
     fn the_name_rule_at_its_edges() {

@@ -113,6 +113,24 @@ impl HerdrService {
     }
 }
 
+impl HerdrService {
+    /// The target to send Herdr for an agent `target` a tool was given (see
+    /// [`agent_names::resolve_target`]), or the tool's answer when it names several
+    /// agents.
+    pub fn agent_target(&self, target: &str) -> Result<String, ToolOutput> {
+        let Some(topology) = self.cache.last_topology() else { return Ok(target.to_string()) };
+        match agent_names::resolve_target(&topology, &self.config.visibility, target) {
+            agent_names::Target::AsIs => Ok(target.to_string()),
+            agent_names::Target::Pane(pane) => Ok(pane),
+            agent_names::Target::Ambiguous(panes) => Err(ToolOutput::code(
+                "agent_ambiguous",
+                format!("{target} is the kind of several agents without a name; use one of their pane ids"),
+                json!({"target": target, "candidates": panes, "submitted": false, "failure_phase": "resolve"}),
+            )),
+        }
+    }
+}
+
 /// The tool result for a failed Herdr call: `herdr_unavailable` (with how to start
 /// Herdr) when no server is there, else the error's own code. `extra` members are
 /// added to the payload.

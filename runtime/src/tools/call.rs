@@ -120,6 +120,16 @@ fn run(ctx: Arc<ToolContext>, args: Map<String, Value>) -> BoxFuture<ToolOutput>
             Some(ms) => timeouts.clamp(Duration::from_millis(ms) + WAIT_SLACK).max(timeouts.for_method(&method)),
             None => timeouts.for_method(&method),
         };
+        // An agent target herdr_inspect shows may be a kind, which Herdr does not resolve (spec/herdr.md E.6).
+        let mut params = params;
+        if method.starts_with("agent.")
+            && let Some(target) = params.get("target").and_then(Value::as_str).map(str::to_string)
+        {
+            match herdr.agent_target(&target) {
+                Ok(resolved) => params.insert("target".into(), Value::String(resolved)),
+                Err(out) => return out,
+            };
+        }
         match herdr.client.call_with_timeout(&method, Value::Object(params), budget).await {
             Ok(result) => {
                 // Names in the answer (a rename's record, `agent.get`, `agent.list`)

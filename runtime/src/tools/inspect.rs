@@ -18,8 +18,6 @@ use crate::exec::workspaces::StandaloneWorkspaces;
 pub const STATUS_TIMEOUT: Duration = Duration::from_millis(750);
 /// Output kept from that status; beyond it changed_files is a lower bound.
 const STATUS_CAP: usize = 256 * 1024;
-/// Agent names shown by default when Herdr reports agents (spec §1.2).
-const DEFAULT_AGENT_ALLOW: [&str; 6] = ["pi", "cline", "opencode", "anti", "droid", "grok"];
 /// Programs whose presence on PATH a model may want to know about.
 const PROGRAMS: [&str; 5] = ["herdr", "git", "rg", "dsh", "dsh_tui"];
 
@@ -92,6 +90,10 @@ fn run(ctx: &ToolContext, _args: &Map<String, Value>) -> ToolOutput {
     let default_cwd = policy.relative_base.as_ref().map(|p| p.display().to_string());
     let (tool_count, hash) = contract_identity();
     let (exec_sessions, exec_ready, exec_diagnostics) = super::inspect_exec::exec_sessions(ctx);
+    // HERDR_MCP_AGENT_ALLOW holds whether Herdr is up or not.
+    let visibility = ctx.services.herdr.as_ref().map(|h| h.config.visibility.clone()).unwrap_or_else(|| {
+        crate::herdr::visibility::AgentVisibility::from_setting(std::env::var("HERDR_MCP_AGENT_ALLOW").ok().as_deref())
+    });
     let build = json!({
         "commit": info.build_commit,
         "built_at": Value::Null,
@@ -115,8 +117,8 @@ fn run(ctx: &ToolContext, _args: &Map<String, Value>) -> ToolOutput {
         "herdr_version": Value::Null,
         "protocol": Value::Null,
         "herdr": {"available": false, "message": "Herdr is not connected to this runtime; files and git work, panes and agents do not"},
-        "agent_visibility": "allowlist",
-        "agent_allow": DEFAULT_AGENT_ALLOW,
+        "agent_visibility": visibility.mode(),
+        "agent_allow": visibility.allow_list(),
         "agents_hidden": 0,
         "capability_inventory": {"source": "standalone", "tool_count": tool_count},
         "contract": {"epoch": CONTRACT_EPOCH, "hash": hash},
@@ -128,7 +130,7 @@ fn run(ctx: &ToolContext, _args: &Map<String, Value>) -> ToolOutput {
             "managed_git_roots": roots,
             "readonly_mode": policy.readonly,
             "write_roots": policy.write_roots.as_ref().map(|w| w.iter().map(|p| p.display().to_string()).collect::<Vec<_>>()),
-            "agent_visibility": "allowlist",
+            "agent_visibility": visibility.mode(),
             "agent_skill": {
                 "tool": "herdr_skill",
                 "project_upstream": Value::Null,

@@ -130,7 +130,12 @@ fn run(ctx: Arc<ToolContext>, args: Map<String, Value>) -> BoxFuture<ToolOutput>
             );
         }
         let Some(herdr) = ctx.services.herdr.clone() else { return crate::herdr::not_configured() };
-        let target = req_str(&args, "target").to_string();
+        let requested = req_str(&args, "target").to_string();
+        // The name herdr_inspect shows may be a kind, which Herdr does not resolve (spec/herdr.md E.6).
+        let target = match herdr.agent_target(&requested) {
+            Ok(t) => t,
+            Err(out) => return out,
+        };
         let text = req_str(&args, "text").to_string();
         let wait = args.get("wait").cloned().map(|mut w| {
             if w.get("timeout_ms").is_none() {
@@ -174,6 +179,9 @@ fn run(ctx: Arc<ToolContext>, args: Map<String, Value>) -> BoxFuture<ToolOutput>
             }
         }
         let (mut payload, deliverable) = deliver(&herdr, &target, &text, wait.as_ref()).await;
+        if target != requested {
+            payload["requested_target"] = json!(requested);
+        }
         if let Some(key) = &key {
             payload["idempotency_key"] = json!(key);
             payload["idempotent_replay"] = json!(false);
