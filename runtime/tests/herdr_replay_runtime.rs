@@ -182,6 +182,12 @@ async fn idle_agents_are_quiet_and_one_real_round_is_one_working_and_one_settled
     assert_eq!(round["event_count"], 2, "{round}");
     let at = round["events"][0]["at"].as_str().unwrap();
     assert!(at >= at_start.as_str(), "{at} is before the change ({at_start})");
+
+    // A title change (what a working agent shows of its task) reaches /push/state at once.
+    let titled = Instant::now();
+    sim.set_terminal_title("w1:p1", "✳ new task");
+    push_state_until(&rt.socket, |s| s["agents"][0]["terminal_title"] == "✳ new task").await;
+    assert!(titled.elapsed() < Duration::from_secs(1), "title shown after {:?}", titled.elapsed());
 }
 
 #[tokio::test]

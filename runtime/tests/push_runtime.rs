@@ -137,6 +137,20 @@ async fn runtime_without_herdr_answers_unavailable_and_an_empty_push_state() {
     assert_eq!(inspect["ok"], true);
     assert_eq!(inspect["herdr_available"], false);
     assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!((inspect["agent_visibility"].as_str(), inspect["agent_allow"][0].as_str()), (Some("allowlist"), Some("pi")));
+}
+
+#[tokio::test]
+async fn without_herdr_inspect_reports_the_configured_agent_visibility() {
+    let repo = common::git_repo(&[("a.txt", "a\n")]);
+    let dir = common::short_tempdir();
+    let absent = dir.path().join("none.sock").display().to_string();
+    let rt = Runtime::start(&[repo.path()], &[("HERDR_SOCKET_PATH", &absent), ("HERDR_MCP_AGENT_ALLOW", "all")]).await;
+    let inspect = call_tool(&rt.client().await, "herdr_inspect", json!({})).await;
+    assert_eq!(inspect["herdr_available"], false, "{inspect}");
+    assert_eq!(inspect["agent_visibility"], "all", "{inspect}");
+    assert_eq!(inspect["agent_allow"], json!([]));
+    assert_eq!(inspect["workstation_info"]["agent_visibility"], "all");
 }
 
 #[tokio::test]

@@ -186,8 +186,11 @@ fn check_for(t: &Topology, name: &str, data: &Value) -> Option<Check> {
     let ws = workspace_id_of(data);
     let known_ws = |id: &str| t.workspace(id).is_some();
     match name {
+        // A pane's record changed (its title, most often): one look shows how it is now
+        // (a replayed update costs that look, and changes nothing).
+        "pane_updated" => Some(Check::Pane(pane?.to_string())),
         // Something exists: news only when the picture lacks it.
-        "pane_created" | "pane_updated" | "pane_focused" | "pane_moved" => {
+        "pane_created" | "pane_focused" | "pane_moved" => {
             let id = pane?;
             (t.pane(id).is_none()).then(|| Check::Pane(id.to_string()))
         }
@@ -585,8 +588,9 @@ impl EventCache {
             None => Some(Check::Picture),
         };
         let Some(check) = check else { return Ok(false) };
-        // A replay names an id once per event type: check it once per stream. A closed
-        // pane the picture still has is looked at every time (it may have gone since).
+        // A replay names an id once per event type: an id the picture lacks is checked
+        // once per stream. A pane the picture has is looked at every time (it may have
+        // gone or changed since).
         if !matches!(check, Check::Pane(ref id) if self.read().topology.as_ref().is_some_and(|t| t.pane(id).is_some()))
             && !checked.insert(check.clone())
         {
