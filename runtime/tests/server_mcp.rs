@@ -9,7 +9,7 @@ use herdr_mcp::tools::ToolRegistry;
 use serde_json::{Value, json};
 
 /// The protocol versions of spec §3, newest first.
-const SPEC_VERSIONS: [&str; 5] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07"];
+const SPEC_VERSIONS: [&str; 6] = ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07"];
 
 fn expected_hash() -> String {
     contract_hash(&ToolRegistry::standard().catalog()).unwrap()
@@ -32,13 +32,12 @@ async fn rmcp_client_over_unix_socket_initializes_lists_and_calls() {
     let listed = serde_json::to_value(&listed).unwrap();
     assert_eq!(listed["_meta"]["herdr_contract_hash"], expected_hash());
     let names: Vec<&str> = listed["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    let expected: Vec<String> = ToolRegistry::standard().catalog().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect();
+    let expected: Vec<String> =
+        ToolRegistry::standard().catalog().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect();
     assert_eq!(names, expected);
 
-    // An unknown tool is a protocol-level failure: isError with a JSON payload.
-    let result = call_tool_raw(&client, "no_such_tool", json!({})).await;
-    assert_eq!(result["isError"], true, "{result}");
-    assert_eq!(payload_of(&result)["code"], "unknown_tool");
+    // An unknown tool is a protocol error (-32602), as MCP 2025-11-25 and 2026-07-28 say.
+    assert_unknown_tool(&client).await;
     client.cancel().await.unwrap();
 }
 
@@ -49,8 +48,7 @@ async fn rmcp_client_over_tcp_with_bearer() {
     let client = rt.tcp_client().await;
     let listed = serde_json::to_value(client.list_tools(None).await.unwrap()).unwrap();
     assert_eq!(listed["_meta"]["herdr_contract_hash"], expected_hash());
-    let result = call_tool_raw(&client, "no_such_tool", json!({})).await;
-    assert_eq!(payload_of(&result)["code"], "unknown_tool");
+    assert_unknown_tool(&client).await;
     client.cancel().await.unwrap();
 
     let wrong = rt.tcp_client_with_token("not-the-token").await;
@@ -86,8 +84,8 @@ async fn stateless_tools_call_without_initialize() {
     assert_eq!(resp.header("content-type"), Some("application/json"));
     let body = resp.json();
     assert_eq!(body["id"], "c1");
-    assert_eq!(body["result"]["isError"], true);
-    assert_eq!(payload_of(&body["result"])["code"], "unknown_tool");
+    assert_eq!(body["error"]["code"], -32602, "{body}");
+    assert_eq!(body["error"]["message"], "Unknown tool: no_such_tool");
 
     // A client that only accepts JSON and sends no content type is served too.
     let raw = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
@@ -115,7 +113,12 @@ async fn stateless_initialize_negotiates_supported_versions() {
             "protocolVersion": asked, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
         // Accepting only JSON makes this a stateless initialize, answered as JSON.
         let resp = rt
-            .raw("POST", "/mcp", &[("content-type", "application/json"), ("accept", "application/json")], Some(init.to_string().as_bytes()))
+            .raw(
+                "POST",
+                "/mcp",
+                &[("content-type", "application/json"), ("accept", "application/json")],
+                Some(init.to_string().as_bytes()),
+            )
             .await;
         assert_eq!(resp.status, 200, "{}", resp.text());
         let body = resp.json();
@@ -213,7 +216,11 @@ async fn sessions_beyond_the_cap_evict_the_oldest() {
 fn assert_discover_members(result: &Value) {
     let mut keys: Vec<&str> = result.as_object().expect("result object").keys().map(String::as_str).collect();
     keys.sort_unstable();
-    assert_eq!(keys, ["_meta", "cacheScope", "capabilities", "instructions", "resultType", "supportedVersions", "ttlMs"], "{result}");
+    assert_eq!(
+        keys,
+        ["_meta", "cacheScope", "capabilities", "instructions", "resultType", "supportedVersions", "ttlMs"],
+        "{result}"
+    );
     assert_eq!(result["resultType"], "complete");
     assert_eq!(result["ttlMs"], 3_600_000);
     assert_eq!(result["cacheScope"], "private");
@@ -240,24 +247,34 @@ async fn server_discover_answers_stateless_as_json_with_what_initialize_says() {
     assert_eq!(result["supportedVersions"], json!(SPEC_VERSIONS), "the versions initialize negotiates");
     assert_eq!(result["capabilities"], init["capabilities"]);
     assert_eq!(result["instructions"], init["instructions"]);
-    assert_eq!(result["_meta"]["io.modelcontextprotocol/serverInfo"], json!({"name": "herdr-mcp", "version": env!("CARGO_PKG_VERSION")}));
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/serverInfo"],
+        json!({"name": "herdr-mcp", "version": env!("CARGO_PKG_VERSION")})
+    );
     assert_eq!(result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], init["serverInfo"]["name"]);
     assert_eq!(result["_meta"]["herdr_contract_epoch"], CONTRACT_EPOCH);
     assert_eq!(result["_meta"]["herdr_contract_hash"], expected_hash());
 
     // Empty params (rmcp's typed form of the request) and a client accepting only SSE.
     let raw = json!({"jsonrpc": "2.0", "id": 2, "method": "server/discover", "params": {}}).to_string();
-    let resp = rt.raw("POST", "/mcp", &[("content-type", "application/json"), ("accept", "text/event-stream")], Some(raw.as_bytes())).await;
+    let resp = rt
+        .raw(
+            "POST",
+            "/mcp",
+            &[("content-type", "application/json"), ("accept", "text/event-stream")],
+            Some(raw.as_bytes()),
+        )
+        .await;
     assert_eq!(resp.status, 200, "{}", resp.text());
     assert_eq!(resp.header("content-type"), Some("application/json"));
     assert_eq!(resp.json()["result"], *result);
 
     // Params that are not an object are refused, as for every method.
     for params in [json!([1]), json!("x"), json!(5)] {
-        let resp = rt.post_json(&json!({"jsonrpc": "2.0", "id": 3, "method": "server/discover", "params": params})).await;
+        let resp =
+            rt.post_json(&json!({"jsonrpc": "2.0", "id": 3, "method": "server/discover", "params": params})).await;
         let body = resp.json();
         assert_eq!((resp.status, &body["error"]["code"]), (400, &json!(-32600)), "{body}");
-        assert_eq!(body["id"], 3);
     }
 
     // A notification gets no reply: 202 and an empty body.
@@ -274,7 +291,8 @@ async fn server_discover_offers_the_probe_version_to_openai_clients_only() {
         let rt = &rt;
         async move {
             let raw = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": params}).to_string();
-            let mut headers = vec![("content-type", "application/json"), ("accept", "application/json, text/event-stream")];
+            let mut headers =
+                vec![("content-type", "application/json"), ("accept", "application/json, text/event-stream")];
             headers.extend(user_agent.map(|ua| ("user-agent", ua)));
             let resp = rt.raw("POST", "/mcp", &headers, Some(raw.as_bytes())).await;
             assert_eq!(resp.status, 200, "{}", resp.text());
@@ -282,7 +300,8 @@ async fn server_discover_offers_the_probe_version_to_openai_clients_only() {
         }
     };
     let plain = json!(SPEC_VERSIONS);
-    let probing = json!(["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07", "2026-07-28"]);
+    // 2026-07-28 is served now, so every client is offered the same list.
+    let probing = plain.clone();
     assert_eq!(discover(None, json!({})).await, plain);
     assert_eq!(discover(Some("herdr-extension/0.1"), json!({})).await, plain);
     assert_eq!(discover(Some("openai-mcp/1.0.0 (ChatGPT)"), json!({})).await, probing);
@@ -290,10 +309,11 @@ async fn server_discover_offers_the_probe_version_to_openai_clients_only() {
     assert_eq!(discover(None, named("ChatGPT")).await, probing);
     assert_eq!(discover(None, named("some-client")).await, plain);
 
-    // The probe version is not negotiated: initialize falls back to the newest real one.
+    // 2026-07-28 has no initialize: an initialize asking for it falls back to the newest with one.
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2026-07-28", "capabilities": {}, "clientInfo": {"name": "chatgpt", "version": "1"}}});
-    let headers = [("content-type", "application/json"), ("accept", "application/json"), ("user-agent", "openai-mcp/1.0.0")];
+    let headers =
+        [("content-type", "application/json"), ("accept", "application/json"), ("user-agent", "openai-mcp/1.0.0")];
     let resp = rt.raw("POST", "/mcp", &headers, Some(init.to_string().as_bytes())).await;
     assert_eq!(resp.status, 200, "{}", resp.text());
     assert_eq!(resp.json()["result"]["protocolVersion"], "2025-11-25");
@@ -325,7 +345,8 @@ async fn server_discover_inside_a_session_is_json_and_an_unknown_session_is_404(
     let session = rt.open_session().await;
     let discover = json!({"jsonrpc": "2.0", "id": 8, "method": "server/discover"}).to_string();
     let with = |user_agent: &'static str, session: &str| {
-        let mut headers: Vec<(&str, String)> = [JSON_TYPE, ACCEPT_BOTH].iter().map(|(k, v)| (*k, v.to_string())).collect();
+        let mut headers: Vec<(&str, String)> =
+            [JSON_TYPE, ACCEPT_BOTH].iter().map(|(k, v)| (*k, v.to_string())).collect();
         headers.push(("mcp-session-id", session.to_string()));
         headers.push(("user-agent", user_agent.to_string()));
         headers
@@ -402,13 +423,16 @@ async fn stateless_clients_get_no_session_and_their_session_ids_are_not_checked(
         let resp = rt.raw("POST", "/mcp", &[JSON_TYPE, ACCEPT_BOTH, stale, openai_ua], Some(body.as_bytes())).await;
         assert_ne!(resp.status, 404, "{body}: {}", resp.text());
         let answer = resp.json();
-        assert!(answer.get("result").is_some() || answer["error"]["code"] == -32601, "{body}: {answer}");
+        assert!(
+            answer.get("result").is_some() || [-32601, -32602].contains(&answer["error"]["code"].as_i64().unwrap_or(0)),
+            "{body}: {answer}"
+        );
         assert!(resp.header("mcp-session-id").is_none(), "{body}");
         let resp = rt.raw("POST", "/mcp", &[JSON_TYPE, ACCEPT_BOTH, stale], Some(body.as_bytes())).await;
         assert_eq!(resp.status, 404, "{body} without the stateless user agent: {}", resp.text());
     }
     let resp = rt.raw("POST", "/mcp", &[JSON_TYPE, ACCEPT_BOTH, stale, openai_ua], Some(call.as_bytes())).await;
-    assert_eq!(payload_of(&resp.json()["result"])["code"], "unknown_tool");
+    assert_eq!(resp.json()["error"]["code"], -32602);
     // An initialize naming ChatGPT with a stale id is not refused either.
     let resp = rt
         .raw("POST", "/mcp", &[JSON_TYPE, ACCEPT_BOTH, stale], Some(initialize("2025-11-25", "chatgpt").as_bytes()))
@@ -448,12 +472,14 @@ async fn unserved_methods_are_method_not_found_by_name_and_their_notifications_g
             let resp = rt.raw("POST", "/mcp", headers, Some(body.as_bytes())).await;
             assert_eq!(resp.status, 200, "{method}: {}", resp.text());
             assert_eq!(resp.header("content-type"), Some("application/json"), "{method}");
+            // rmcp's answer: -32601 naming the method.
             let answer = resp.json();
             assert_eq!(
-                answer,
-                json!({"jsonrpc": "2.0", "id": "m1", "error": {"code": -32601, "message": format!("Method not found: {method}")}}),
-                "{method} {headers:?}"
+                (&answer["id"], &answer["error"]["code"]),
+                (&json!("m1"), &json!(-32601)),
+                "{method} {headers:?}: {answer}"
             );
+            assert!(answer["error"]["message"].as_str().is_some_and(|m| m.contains(method)), "{method}: {answer}");
         }
     }
     for method in ["notifications/roots/list_changed", "notifications/vendor/thing", "resources/list"] {
@@ -551,7 +577,8 @@ async fn session_answers_are_framed_as_spec_section_3_says() {
     let session = resp.header("mcp-session-id").expect("session id").to_string();
     assert_eq!(one_frame(&resp)["result"]["protocolVersion"], "2025-06-18");
 
-    let in_session = [JSON_TYPE, ACCEPT_BOTH, ("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-06-18")];
+    let in_session =
+        [JSON_TYPE, ACCEPT_BOTH, ("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-06-18")];
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
     let resp = rt.raw("POST", "/mcp", &in_session, Some(initialized.as_bytes())).await;
     assert_eq!((resp.status, resp.body.len()), (202, 0), "{}", resp.text());
@@ -560,15 +587,26 @@ async fn session_answers_are_framed_as_spec_section_3_says() {
     let resp = rt.raw("POST", "/mcp", &in_session, Some(list.as_bytes())).await;
     assert_eq!(one_frame(&resp)["result"]["tools"], json!(ToolRegistry::standard().catalog()));
 
-    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "no_such_tool", "arguments": {}}});
+    let call =
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "no_such_tool", "arguments": {}}});
     let ping = json!({"jsonrpc": "2.0", "id": 4, "method": "ping"});
     let bad = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "x", "arguments": [1]}});
     for message in [call, ping, bad] {
         let resp = rt.raw("POST", "/mcp", &in_session, Some(message.to_string().as_bytes())).await;
         assert_eq!(resp.status, 200, "{message}: {}", resp.text());
         assert_eq!(resp.header("content-type"), Some("application/json"), "{message}");
-        let answer: Value = serde_json::from_slice(&resp.body).unwrap_or_else(|e| panic!("{message}: {e}: {}", resp.text()));
+        let answer: Value =
+            serde_json::from_slice(&resp.body).unwrap_or_else(|e| panic!("{message}: {e}: {}", resp.text()));
         assert_eq!(answer["id"], message["id"], "{answer}");
         assert!(answer.get("result").is_some() || answer.get("error").is_some(), "{answer}");
     }
+}
+
+/// `tools/call` of a tool not in the catalog through rmcp's client: a JSON-RPC
+/// error -32602, never a result.
+async fn assert_unknown_tool(client: &common::McpClient) {
+    let mut params = rmcp::model::CallToolRequestParams::new("no_such_tool");
+    params.arguments = Some(serde_json::Map::new());
+    let error = client.call_tool(params).await.expect_err("an unknown tool is a protocol error");
+    assert!(error.to_string().contains("-32602"), "{error}");
 }

@@ -51,17 +51,6 @@ pub fn json(mut parts: http::response::Parts, json: String) -> Response<Body> {
     Response::from_parts(parts, Body::from(json))
 }
 
-/// A `200 application/json` answer holding `message`, written into a buffer of
-/// `size_hint` bytes: serde_json's own `to_vec` starts at 128 bytes and copies
-/// a large answer several times over as it grows.
-pub fn json_body(message: &impl serde::Serialize, size_hint: usize) -> Result<Response<Body>, serde_json::Error> {
-    let mut body = Vec::with_capacity(size_hint);
-    serde_json::to_writer(&mut body, message)?;
-    let mut response = Response::new(Body::from(body));
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    Ok(response)
-}
-
 /// One SSE frame: `event: message`, the JSON on one `data:` line (serde writes no
 /// raw newlines, and JSON text from elsewhere is rewritten by serde first).
 pub fn sse_frame(mut parts: http::response::Parts, json: &str) -> Response<Body> {

@@ -5,9 +5,9 @@ use std::borrow::Cow;
 use std::sync::{Arc, LazyLock};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode,
-    Implementation, InitializeResult, JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams, ProtocolVersion,
-    ServerCapabilities, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult, DiscoverResult,
+    ErrorCode, Implementation, InitializeResult, JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams,
+    ProtocolVersion, ServerCapabilities, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -17,17 +17,22 @@ use crate::contract::{CONTRACT_EPOCH, contract_hash};
 use crate::mcp_discover::Discovery;
 use crate::tools::{ToolContext, ToolOutput, ToolRegistry};
 
-/// Protocol versions this server negotiates (spec §3), newest first: the order
-/// `server/discover` lists them in (rmcp only looks for membership). `initialize`
-/// answers with the requested one when it is listed, else with the first.
+/// Protocol versions this side serves, newest first: the order `server/discover`
+/// lists them in (rmcp only looks for membership). 2026-07-28 is served without
+/// `initialize` (stateless, `server/discover`); `initialize` answers with the
+/// requested version when it is listed and has a handshake, else with
+/// [`HANDSHAKE_VERSION`]. The edge serves the same list.
 pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] =
-    &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07"];
+    &["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07"];
+
+/// What `initialize` answers with when the requested version is not one it negotiates.
+pub const HANDSHAKE_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 
 /// [`SUPPORTED_PROTOCOL_VERSIONS`] in rmcp's type, for its negotiation. rmcp has no
 /// constant for 2024-10-07 and keeps the constructor private, so each version is
 /// built the way rmcp reads one off the wire; a name it could not read would be
 /// missing here, which `negotiable_versions_are_exactly_the_supported_ones` catches.
-static NEGOTIABLE_VERSIONS: LazyLock<Vec<ProtocolVersion>> = LazyLock::new(|| {
+pub static NEGOTIABLE_VERSIONS: LazyLock<Vec<ProtocolVersion>> = LazyLock::new(|| {
     SUPPORTED_PROTOCOL_VERSIONS.iter().filter_map(|v| serde_json::from_value(Value::from(*v)).ok()).collect()
 });
 
@@ -76,12 +81,11 @@ impl ServerState {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let meta = contract_meta(&contract_hash);
-        let mut server_config = InitializeResult::new(
-            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build(),
-        )
-        .with_server_info(Implementation::new(ctx.info.name, ctx.info.version))
-        .with_instructions(INSTRUCTIONS)
-        .with_protocol_version(ProtocolVersion::V_2025_11_25);
+        let mut server_config =
+            InitializeResult::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+                .with_server_info(Implementation::new(ctx.info.name, ctx.info.version))
+                .with_instructions(INSTRUCTIONS)
+                .with_protocol_version(HANDSHAKE_VERSION);
         server_config.meta = Some(meta.clone());
         let discovery = discovery_of(&server_config)?;
         let discover_results = [discovery.result(false), discovery.result(true)];
@@ -154,7 +158,16 @@ impl ServerHandler for McpHandler {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        if !self.state.tools.iter().any(|t| t.name == request.name) {
+            return Err(unknown_tool(&request.name));
+        }
         Ok(CallToolResponse::Complete(call_tool(&self.state, &request.name, request.arguments).await))
+    }
+
+    /// The same result as the discover adapter of the endpoint gives (`mcp_discover`).
+    async fn discover(&self, context: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
+        let openai = crate::mcp_discover::meta_names_openai_client(&context.meta.0);
+        discover_result_of(self.state.discover_result(openai))
     }
 
     /// rmcp's default answers with the bare method name as the message; the spec's
@@ -164,7 +177,46 @@ impl ServerHandler for McpHandler {
         request: CustomRequest,
         _context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, McpError> {
-        Err(McpError::new(ErrorCode::METHOD_NOT_FOUND, super::jsonrpc::method_not_found_message(&request.method), None))
+        Err(custom_request_error(&request.method))
+    }
+}
+
+/// The answer to a request rmcp could not type: a method served here whose params
+/// do not fit rmcp's model lands in rmcp's catch-all (`on_custom_request`) and is
+/// told so (-32602); any other method is not found (-32601).
+pub fn custom_request_error(method: &str) -> McpError {
+    const SERVED: &[&str] = &["initialize", "ping", "tools/list", "tools/call", "server/discover"];
+    if SERVED.contains(&method) {
+        let hint = match method {
+            "tools/call" => "params.name must be a string and params.arguments an object",
+            "initialize" => "params needs protocolVersion, capabilities and clientInfo",
+            _ => "params do not match the method",
+        };
+        return McpError::invalid_params(format!("Invalid params for {method}: {hint}"), None);
+    }
+    McpError::new(ErrorCode::METHOD_NOT_FOUND, super::jsonrpc::method_not_found_message(method), None)
+}
+
+/// A tool that is not in the catalog: a protocol error (-32602) in both wire
+/// revisions (MCP 2025-11-25 and 2026-07-28, "Tools: error handling"), alike on
+/// the runtime and the edge.
+pub fn unknown_tool(name: &str) -> McpError {
+    McpError::invalid_params(format!("Unknown tool: {name}"), None)
+}
+
+/// A `server/discover` result built by `mcp_discover`, in rmcp's type.
+pub fn discover_result_of(result: &Value) -> Result<DiscoverResult, McpError> {
+    serde_json::from_value(result.clone())
+        .map_err(|e| McpError::internal_error(format!("the discover result does not fit rmcp's model: {e}"), None))
+}
+
+impl super::endpoint::McpSide for McpHandler {
+    fn catalog(&self) -> Vec<Value> {
+        self.state.catalog.clone()
+    }
+
+    fn discover_result(&self, openai: bool) -> Value {
+        self.state.discover_result(openai).clone()
     }
 }
 
@@ -221,12 +273,11 @@ mod tests {
     fn negotiable_versions_are_exactly_the_supported_ones() {
         let negotiable: Vec<&str> = NEGOTIABLE_VERSIONS.iter().map(ProtocolVersion::as_str).collect();
         assert_eq!(negotiable, SUPPORTED_PROTOCOL_VERSIONS);
-        // The fallback for an unsupported request is the newest listed version.
-        assert_eq!(SUPPORTED_PROTOCOL_VERSIONS[0], ProtocolVersion::V_2025_11_25.as_str());
-        assert!(
-            NEGOTIABLE_VERSIONS.iter().all(ProtocolVersion::has_initialize),
-            "every version is reached through initialize"
-        );
+        // The newest is served without initialize; the handshake's fallback is the newest with one.
+        assert_eq!(SUPPORTED_PROTOCOL_VERSIONS[0], ProtocolVersion::V_2026_07_28.as_str());
+        assert!(!NEGOTIABLE_VERSIONS[0].has_initialize());
+        assert_eq!(SUPPORTED_PROTOCOL_VERSIONS[1], HANDSHAKE_VERSION.as_str());
+        assert!(NEGOTIABLE_VERSIONS[1..].iter().all(ProtocolVersion::has_initialize));
     }
 
     #[test]
@@ -234,7 +285,10 @@ mod tests {
         let ok = to_call_result(ToolOutput::payload(json!({"ok": true, "n": 1})));
         let v = serde_json::to_value(&ok).unwrap();
         assert_eq!(v["content"][0]["type"], "text");
-        assert_eq!(serde_json::from_str::<Value>(v["content"][0]["text"].as_str().unwrap()).unwrap(), json!({"ok": true, "n": 1}));
+        assert_eq!(
+            serde_json::from_str::<Value>(v["content"][0]["text"].as_str().unwrap()).unwrap(),
+            json!({"ok": true, "n": 1})
+        );
         assert_eq!(v["structuredContent"], json!({"ok": true, "n": 1}));
         assert!(v.get("isError").is_none(), "{v}");
 

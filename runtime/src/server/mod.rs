@@ -3,10 +3,7 @@
 
 pub mod auth;
 pub mod config;
-mod discover;
 pub mod endpoint;
-mod envelope;
-mod fast_tools_call;
 mod framing;
 pub mod health;
 pub mod jsonrpc;
