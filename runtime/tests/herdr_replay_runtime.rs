@@ -279,6 +279,7 @@ async fn roots_follow_closes_and_cds_new_agents_never_settle_and_inspected_names
     );
     eprintln!("figures: closed pane's root dropped after {:?}", closed_at.elapsed());
     let subscribes_before = sim.count("events.subscribe");
+    let snapshots_before = sim.count("session.snapshot");
     let until = Instant::now() + Duration::from_secs(30);
     while Instant::now() < until {
         let out = read(second.path().join("b.txt")).await;
@@ -286,4 +287,8 @@ async fn roots_follow_closes_and_cds_new_agents_never_settle_and_inspected_names
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     assert!(sim.count("events.subscribe") > subscribes_before + 5, "no renewals in 30 s");
+    // A renewal's replay asks for no picture (the scheduled one comes every 30 s).
+    let snapshots = sim.count("session.snapshot") - snapshots_before;
+    eprintln!("figures: {} renewals and {snapshots} snapshots in 30 s", sim.count("events.subscribe") - subscribes_before);
+    assert!(snapshots <= 3, "{snapshots} snapshots in 30 s of renewals");
 }

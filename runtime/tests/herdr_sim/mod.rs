@@ -11,6 +11,12 @@
 //! [`HerdrSim::detect_agent`]); agent targets by pane id or set name only (E.6); no
 //! event when a pane's cwd changes (E.7, [`HerdrSim::set_pane_cwd`]). The timings
 //! default to the real ones and tests may shorten them.
+//!
+//! Where section E is silent the simulator assumes (besides the hub's own, see [`hub`]):
+//! a detected agent's `unknown` → `idle` bumps `state_change_seq` by one (E.5 saw 6);
+//! `pane.get` shows a new cwd at once (Herdr: within about 1 s); a prompted agent
+//! changes status as scripted, at once (E.8: Herdr takes about 0.9 s to say `working`);
+//! a status subscription's `agent_status` also filters its later events.
 #![allow(dead_code)]
 
 use std::collections::HashMap;
