@@ -36,7 +36,7 @@ export function preambleToolNames(text) {
   return [...text.matchAll(/^\s+"?([A-Za-z_$][\w$]*)"?: \(input/gm)].map((m) => m[1]);
 }
 
-/// The text of a tool row's result payload (one JSON text block per MCP result).
+/// The text of a tool row's result payload.
 export function rowText(row) {
   return JSON.stringify(row.result ?? row);
 }
@@ -48,7 +48,8 @@ export async function waitIdle(stackOrFn, key, timeoutMs = 20_000) {
   }, { timeoutMs, what: `conversation ${key} to be idle` });
 }
 
-/// The tool's own payload (`structuredContent`) inside a TOOL_RESULT row.
+/// The tool's own payload inside a TOOL_RESULT row: the row's `result` is that payload,
+/// carried once (not the MCP result with its text block and `structuredContent`).
 export function payloadOf(row) {
-  return row.result?.structuredContent ?? null;
+  return row.ok ? (row.result ?? null) : null;
 }

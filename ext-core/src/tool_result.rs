@@ -63,10 +63,50 @@ impl ResultRow {
     }
 }
 
-/// Presentation sanitizer for results. Kept behind one function so the implementation in
-/// `crate::sanitize` can be swapped without touching the callers.
+/// Presentation of a call's result: the tool's payload, once, bounded by the sanitizer.
+/// Kept behind one function so the implementation in `crate::sanitize` can be swapped
+/// without touching the callers.
+///
+/// Strings may use the whole message budget: a single file read is shown whole when it
+/// fits, and several big results share the budget when the message is rendered.
 pub fn present(value: &Value) -> Value {
-    crate::sanitize::sanitize(value, &crate::sanitize::SanitizeLimits::default())
+    let limits = crate::sanitize::SanitizeLimits { max_string_chars: MAX_TOOL_RESULT_CHARS, ..Default::default() };
+    crate::sanitize::sanitize(&payload_of(value), &limits)
+}
+
+/// One copy of what a tool answered. An MCP `CallToolResult` carries its payload twice (a
+/// text block with the JSON and `structuredContent` with the same object): the structured
+/// copy when there is one, else the text (parsed when it is JSON). More than one block, or a
+/// block that is not text, keeps the blocks (as their text when they are text). `isError`
+/// stays with the payload. Anything that is not a `CallToolResult` passes unchanged.
+pub fn payload_of(result: &Value) -> Value {
+    let Some(object) = result.as_object() else { return result.clone() };
+    let structured = object.get("structuredContent").filter(|v| !v.is_null());
+    let content = object.get("content").and_then(Value::as_array).map(Vec::as_slice);
+    let block_value =
+        |block: &Value| match (block.get("type").and_then(Value::as_str), block.get("text").and_then(Value::as_str)) {
+            (Some("text"), Some(text)) => match serde_json::from_str::<Value>(text) {
+                Ok(parsed) if parsed.is_object() || parsed.is_array() => parsed,
+                _ => Value::String(text.to_string()),
+            },
+            _ => block.clone(),
+        };
+    let payload = match (structured, content) {
+        (Some(structured), _) => structured.clone(),
+        (None, Some([block])) => block_value(block),
+        (None, Some(blocks)) => Value::Array(blocks.iter().map(block_value).collect()),
+        (None, None) => return result.clone(),
+    };
+    if object.get("isError") != Some(&Value::Bool(true)) {
+        return payload;
+    }
+    match payload {
+        Value::Object(mut map) => {
+            map.entry("isError").or_insert(Value::Bool(true));
+            Value::Object(map)
+        }
+        other => json!({ "isError": true, "content": other }),
+    }
 }
 
 /// Render the TOOL_RESULT message for a round. `variants` are the drift forms the reply used.
@@ -165,7 +205,8 @@ fn render_bounded(mut rows: Vec<ResultRow>) -> String {
     );
     // Water-fill: every result gets an equal share of what is left after the skeleton; small
     // results keep their full size and give their unused share to the larger ones.
-    let skeleton: Vec<ResultRow> = rows.iter().map(|r| ResultRow { result: r.result.as_ref().map(|_| Value::Null), ..r.clone() }).collect();
+    let skeleton: Vec<ResultRow> =
+        rows.iter().map(|r| ResultRow { result: r.result.as_ref().map(|_| Value::Null), ..r.clone() }).collect();
     let mut with_marker = skeleton.clone();
     with_marker.push(marker.clone());
     let fixed = message_chars(&with_marker);

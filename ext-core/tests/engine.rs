@@ -132,7 +132,7 @@ fn full_loop_submit_calls_results_final_answer() {
     let cmds = s.tick_at(send_at);
     assert!(cmds.iter().any(|c| matches!(c, Command::SendMessage { kind: MessageKind::ToolResult, .. })));
     let rows = rows_of(&s.last_sent().1);
-    assert_eq!(rows[0], json!({"index": 1, "tool": "herdr_fs_read", "ok": true, "result": {"content": [{"type": "text", "text": "# Hello"}]}}));
+    assert_eq!(rows[0], json!({"index": 1, "tool": "herdr_fs_read", "ok": true, "result": "# Hello"}));
     assert_eq!(rows[1], json!({"index": 2, "tool": "herdr_inspect", "ok": false, "error": "mcp-rpc--32000", "detail": "boom"}));
 
     s.reply("README says Hello.");

@@ -3,8 +3,8 @@
 
 use ext_core::parser::{Problem, ReplyState, Variant};
 use ext_core::tool_result::{
-    BRIDGE_TOOL, ERR_TRUNCATED, MAX_TOOL_RESULT_CHARS, NOTICE_NON_CANONICAL, ResultRow, TOOL_RESULT_PREFIX, render_repair, render_tool_result,
-    repair_limit_message,
+    BRIDGE_TOOL, ERR_TRUNCATED, MAX_TOOL_RESULT_CHARS, NOTICE_NON_CANONICAL, ResultRow, TOOL_RESULT_PREFIX,
+    render_repair, render_tool_result, repair_limit_message,
 };
 use serde_json::{Value, json};
 
@@ -20,12 +20,18 @@ fn chars(s: &str) -> usize {
 #[test]
 fn rows_have_the_exact_shape() {
     let msg = render_tool_result(
-        vec![ResultRow::success(1, "herdr_inspect", &json!({"ok": true, "n": 1})), ResultRow::failure(2, "herdr_git", "mcp-rpc--32602", "bad args")],
+        vec![
+            ResultRow::success(1, "herdr_inspect", &json!({"ok": true, "n": 1})),
+            ResultRow::failure(2, "herdr_git", "mcp-rpc--32602", "bad args"),
+        ],
         &[],
     );
     let rows = body(&msg);
     assert_eq!(rows[0], json!({"index": 1, "tool": "herdr_inspect", "ok": true, "result": {"ok": true, "n": 1}}));
-    assert_eq!(rows[1], json!({"index": 2, "tool": "herdr_git", "ok": false, "error": "mcp-rpc--32602", "detail": "bad args"}));
+    assert_eq!(
+        rows[1],
+        json!({"index": 2, "tool": "herdr_git", "ok": false, "error": "mcp-rpc--32602", "detail": "bad args"})
+    );
     assert!(msg.starts_with("TOOL_RESULT:\n[{\"index\":1,\"tool\":\"herdr_inspect\",\"ok\":true,\"result\":"), "{msg}");
     assert_eq!(rows.len(), 2);
     let empty_error = body(&render_tool_result(vec![ResultRow::failure(1, "t", "", "")], &[]));
@@ -34,7 +40,10 @@ fn rows_have_the_exact_shape() {
 
 #[test]
 fn drift_adds_a_reminder_row() {
-    let rows = body(&render_tool_result(vec![ResultRow::success(1, "t", &json!(1))], &[Variant::Fenced, Variant::NameArguments]));
+    let rows = body(&render_tool_result(
+        vec![ResultRow::success(1, "t", &json!(1))],
+        &[Variant::Fenced, Variant::NameArguments],
+    ));
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[1]["tool"], BRIDGE_TOOL);
     assert_eq!(rows[1]["result"]["notice"], NOTICE_NON_CANONICAL);
@@ -124,11 +133,57 @@ fn big_results_share_the_budget_and_small_ones_stay_whole() {
 
 #[test]
 fn thousands_of_rows_still_fit_as_valid_json() {
-    let rows: Vec<ResultRow> = (1..=3_000).map(|i| ResultRow::failure(i, &"t".repeat(128), "json-bridge-batch-too-large", &"why ".repeat(100))).collect();
+    let rows: Vec<ResultRow> = (1..=3_000)
+        .map(|i| ResultRow::failure(i, &"t".repeat(128), "json-bridge-batch-too-large", &"why ".repeat(100)))
+        .collect();
     let msg = render_tool_result(rows, &[]);
     assert!(chars(&msg) <= MAX_TOOL_RESULT_CHARS);
     let out = body(&msg);
     let last = out.last().unwrap();
     assert_eq!(last["error"], ERR_TRUNCATED);
     assert!(last["detail"].as_str().unwrap().contains("of 3000 rows"), "{last}");
+}
+
+/// The runtime's `CallToolResult` for a payload (spec contract: one text block holding the
+/// payload JSON, plus `structuredContent` with the same object).
+fn call_tool_result(payload: &Value) -> Value {
+    json!({ "content": [{ "type": "text", "text": payload.to_string() }], "structuredContent": payload })
+}
+
+#[test]
+fn each_result_is_carried_once_and_a_40_kb_file_read_arrives_whole() {
+    let file: String = (0..800).map(|i| format!("line {i:04}: {}\n", "x".repeat(38))).collect();
+    assert!(file.len() >= 40_000, "{}", file.len());
+    let payload =
+        json!({ "ok": true, "path": "big.txt", "content": file, "start_line": 1, "end_line": 800, "total_lines": 800 });
+    let msg = render_tool_result(vec![ResultRow::success(1, "herdr_fs_read", &call_tool_result(&payload))], &[]);
+    assert!(utf16(&msg) <= MAX_TOOL_RESULT_CHARS, "{}", utf16(&msg));
+    assert!(!msg.contains(ERR_TRUNCATED), "nothing was shortened");
+    assert_eq!(msg.matches("line 0799").count(), 1, "the file is in the message once");
+    let rows = body(&msg);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["result"], payload, "the row's result is the tool's payload itself");
+}
+
+#[test]
+fn without_structured_content_the_text_block_is_the_payload() {
+    let payload = json!({ "ok": true, "n": 1 });
+    let text_only = json!({ "content": [{ "type": "text", "text": payload.to_string() }] });
+    assert_eq!(body(&render_tool_result(vec![ResultRow::success(1, "t", &text_only)], &[]))[0]["result"], payload);
+    let prose = json!({ "content": [{ "type": "text", "text": "plain words" }] });
+    assert_eq!(
+        body(&render_tool_result(vec![ResultRow::success(1, "t", &prose)], &[]))[0]["result"],
+        json!("plain words")
+    );
+    // A protocol failure keeps its flag next to the payload.
+    let failed = json!({ "content": [{ "type": "text", "text": "{\"ok\":false,\"code\":\"x\"}" }], "structuredContent": { "ok": false, "code": "x" }, "isError": true });
+    assert_eq!(
+        body(&render_tool_result(vec![ResultRow::success(1, "t", &failed)], &[]))[0]["result"],
+        json!({ "ok": false, "code": "x", "isError": true })
+    );
+    // Anything that is not an MCP result passes as it is.
+    assert_eq!(
+        body(&render_tool_result(vec![ResultRow::success(1, "t", &json!({"ok": true, "n": 1}))], &[]))[0]["result"],
+        json!({"ok": true, "n": 1})
+    );
 }
