@@ -23,6 +23,7 @@ pub mod open;
 pub mod paths;
 pub mod roots;
 pub mod secret;
+pub mod walk;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

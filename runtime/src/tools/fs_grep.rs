@@ -12,6 +12,7 @@ use super::common::{bool_arg, invalid_params, object_schema, path_refusal, path_
 use super::fs_list::glob_regex;
 use super::{Access, Handler, ToolContext, ToolOutput, ToolSpec};
 use crate::policy::secret::is_secret_path;
+use crate::policy::walk::{MAX_WALK_DEPTH, WalkDir};
 
 pub const DEFAULT_MAX_MATCHES: u64 = 50;
 pub const MAX_MATCHES_LIMIT: u64 = 1000;
@@ -85,6 +86,15 @@ fn search(ctx: &ToolContext, args: &Map<String, Value>, time_limit: Duration) ->
     if !resolved.real.is_dir() {
         return path_refusal("not_a_directory", &resolved.real, format!("{} is not a directory", resolved.real.display()));
     }
+    // Files are opened from this descriptor, one directory at a time without
+    // following symlinks: a directory swapped for a symlink during the walk is
+    // not followed out of the root.
+    let start = match WalkDir::open(&resolved.real) {
+        Ok(d) => d,
+        Err(e) => {
+            return path_refusal("read_failed", &resolved.real, format!("cannot search {}: {e}", resolved.real.display()));
+        }
+    };
     let max_matches = u64_arg(args, "max_matches", DEFAULT_MAX_MATCHES) as usize;
     let max_bytes = u64_arg(args, "max_bytes", DEFAULT_MAX_BYTES);
     let mut matches = Vec::new();
@@ -100,7 +110,7 @@ fn search(ctx: &ToolContext, args: &Map<String, Value>, time_limit: Duration) ->
         if glob.as_ref().is_some_and(|g| !g.is_match(&file.file_name().unwrap_or_default().to_string_lossy())) {
             continue;
         }
-        let Some((handle, len)) = open_regular(&file) else { continue };
+        let Some((handle, len)) = open_regular(&start, &resolved.real, &file) else { continue };
         if len > max_bytes {
             truncated = true;
             continue;
@@ -147,6 +157,7 @@ fn files(dir: &Path, root: &Path) -> impl Iterator<Item = PathBuf> {
     ignore::WalkBuilder::new(dir)
         .hidden(false)
         .follow_links(false)
+        .max_depth(Some(MAX_WALK_DEPTH))
         .sort_by_file_name(|a, b| a.cmp(b))
         .filter_entry(move |e| {
             let below = e.path().strip_prefix(&root).unwrap_or(e.path());
@@ -158,15 +169,18 @@ fn files(dir: &Path, root: &Path) -> impl Iterator<Item = PathBuf> {
         .map(ignore::DirEntry::into_path)
 }
 
-/// Opens a file the walk found, with its size, if it is still a regular file when
-/// opened. The walk saw its type a moment earlier; what is there now may differ.
-/// A symlink is not followed (so nothing outside the root is read), and the open
+/// Opens a file the walk found below `start` (open at `start_path`), with its
+/// size, if it is still a regular file when opened. The walk saw its type a moment
+/// earlier; what is there now may differ. No symlink is followed, neither the file
+/// nor a directory on the way (so nothing outside the root is read), and the open
 /// is non-blocking, so a FIFO put in its place is refused by its type instead of
 /// waiting for a writer.
-fn open_regular(path: &Path) -> Option<(fs::File, u64)> {
-    let file = crate::policy::open::open_following_directories(path).ok()?;
-    let meta = file.metadata().ok()?;
-    meta.is_file().then_some((file, meta.len()))
+fn open_regular(start: &WalkDir, start_path: &Path, path: &Path) -> Option<(fs::File, u64)> {
+    let rel = path.strip_prefix(start_path).ok()?;
+    if rel.components().any(|c| !matches!(c, std::path::Component::Normal(_))) {
+        return None;
+    }
+    start.open_file_below(rel).ok()
 }
 
 /// Reads at most `cap` bytes (the file may have grown since it was measured).
@@ -229,10 +243,12 @@ mod tests {
         nix::unistd::mkfifo(&dir.path().join("pipe.txt"), nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
         std::fs::write(dir.path().join("a.txt"), "needle\n").unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
-        let paths = ["pipe.txt", "link.txt", "a.txt"].map(|n| dir.path().join(n));
+        let start_path = dir.path().canonicalize().unwrap();
+        let paths = ["pipe.txt", "link.txt", "a.txt"].map(|n| start_path.join(n));
         std::thread::spawn(move || {
+            let start = WalkDir::open(&start_path).unwrap();
             for path in paths {
-                tx.send(open_regular(&path).map(|(_, len)| len)).unwrap();
+                tx.send(open_regular(&start, &start_path, &path).map(|(_, len)| len)).unwrap();
             }
         });
         let next = || rx.recv_timeout(Duration::from_secs(10)).expect("opening a FIFO hung");

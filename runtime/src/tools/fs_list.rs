@@ -1,7 +1,9 @@
 //! `herdr_fs_list`: the entries of a directory, optionally recursive, sorted by name.
 
-use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use nix::sys::stat::FileStat;
 
 use regex::Regex;
 use serde_json::{Map, Value, json};
@@ -9,6 +11,7 @@ use serde_json::{Map, Value, json};
 use super::common::{bool_arg, invalid_params, object_schema, path_refusal, path_schema, req_str, str_arg, u64_arg};
 use super::{Access, Handler, ToolContext, ToolOutput, ToolSpec};
 use crate::policy::secret::is_secret_path;
+use crate::policy::walk::{Entry, Kind, MAX_WALK_DEPTH, WalkDir};
 use crate::runtime_info::rfc3339;
 
 pub const DEFAULT_MAX_ENTRIES: u64 = 200;
@@ -57,6 +60,12 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
     if !resolved.real.is_dir() {
         return path_refusal("not_a_directory", &resolved.real, format!("{} is not a directory", resolved.real.display()));
     }
+    let start = match WalkDir::open(&resolved.real) {
+        Ok(d) => d,
+        Err(e) => {
+            return path_refusal("read_failed", &resolved.real, format!("cannot list {}: {e}", resolved.real.display()));
+        }
+    };
     let mut walk = Walk {
         root: &resolved.root,
         glob: glob.as_ref(),
@@ -65,7 +74,17 @@ fn run(ctx: &ToolContext, args: &Map<String, Value>) -> ToolOutput {
         entries: Vec::new(),
         truncated: false,
     };
-    walk.dir(&resolved.real);
+    if let Err(TooDeep(at)) = walk.run(start, &resolved.real) {
+        return ToolOutput::refusal(
+            "too_deep",
+            format!(
+                "{} nests directories more than {MAX_WALK_DEPTH} levels deep (at {}); list a deeper directory on its own, or without recursive",
+                resolved.real.display(),
+                at.display()
+            ),
+            json!({"path": resolved.real.display().to_string(), "max_depth": MAX_WALK_DEPTH, "deepest_path": at.display().to_string()}),
+        );
+    }
     ToolOutput::payload(json!({
         "ok": true,
         "path": resolved.real.display().to_string(),
@@ -104,58 +123,93 @@ struct Walk<'a> {
     truncated: bool,
 }
 
+/// A recursive walk met a directory deeper than [`MAX_WALK_DEPTH`] (its path).
+struct TooDeep(PathBuf);
+
+/// One open directory of the walk: its entries, the next one to look at, and the
+/// directory's own entry, listed once its contents are (depth first).
+struct Frame {
+    dir: WalkDir,
+    path: PathBuf,
+    children: std::vec::IntoIter<Entry>,
+    own: Option<Value>,
+}
+
 impl Walk<'_> {
-    fn dir(&mut self, dir: &Path) {
-        let Ok(read) = fs::read_dir(dir) else { return };
-        let mut children: Vec<_> = read.filter_map(Result::ok).collect();
-        children.sort_by_key(|e| e.file_name());
-        for child in children {
-            if self.truncated {
-                return;
-            }
-            let name = child.file_name().to_string_lossy().into_owned();
-            let path = child.path();
+    /// Lists `start` (open at `path`): iteratively, each directory opened from its
+    /// parent's descriptor without following symlinks, so a deep tree cannot
+    /// exhaust the stack and a directory swapped for a symlink is not entered.
+    fn run(&mut self, start: WalkDir, path: &Path) -> Result<(), TooDeep> {
+        let children = start.entries().unwrap_or_default().into_iter();
+        let mut stack = vec![Frame { dir: start, path: path.to_path_buf(), children, own: None }];
+        while let Some(frame) = stack.last_mut() {
+            let Some(child) = frame.children.next() else {
+                let done = stack.pop().expect("a frame");
+                if let Some(own) = done.own
+                    && !self.push(own)
+                {
+                    return Ok(());
+                }
+                continue;
+            };
+            let name = child.name.to_string_lossy().into_owned();
+            let path = frame.path.join(&child.name);
             let below = path.strip_prefix(self.root).unwrap_or(&path);
             if name == ".git" || is_secret_path(below) {
                 continue;
             }
-            let Ok(meta) = fs::symlink_metadata(&path) else { continue };
-            let kind = if meta.file_type().is_symlink() {
-                "symlink"
-            } else if meta.is_dir() {
-                "dir"
-            } else if meta.is_file() {
-                "file"
-            } else {
-                "other"
+            let kind = match child.kind {
+                Kind::Symlink => "symlink",
+                Kind::Dir => "dir",
+                Kind::File => "file",
+                Kind::Other => "other",
             };
-            // Depth first: a directory's contents come before its own entry.
-            if kind == "dir" && self.recursive {
-                self.dir(&path);
-                if self.truncated {
-                    return;
+            let entry = self.glob.is_none_or(|g| g.is_match(&name)).then(|| {
+                let mut entry = json!({
+                    "name": name,
+                    "type": kind,
+                    "path": path.display().to_string(),
+                    "relative_path": below.display().to_string(),
+                });
+                if child.kind == Kind::File {
+                    entry["size"] = json!(child.stat.st_size);
+                    entry["mtime"] = json!(rfc3339(mtime(&child.stat)));
                 }
-            }
-            if self.glob.is_some_and(|g| !g.is_match(&name)) {
-                continue;
-            }
-            if self.entries.len() >= self.max {
-                self.truncated = true;
-                return;
-            }
-            let mut entry = json!({
-                "name": name,
-                "type": kind,
-                "path": path.display().to_string(),
-                "relative_path": below.display().to_string(),
+                entry
             });
-            if kind == "file" {
-                entry["size"] = json!(meta.len());
-                if let Ok(mtime) = meta.modified() {
-                    entry["mtime"] = json!(rfc3339(mtime));
+            // Depth first: a directory's contents come before its own entry.
+            if child.kind == Kind::Dir && self.recursive {
+                let opened = frame.dir.open_dir(&child.name);
+                if stack.len() > MAX_WALK_DEPTH {
+                    return Err(TooDeep(path));
+                }
+                if let Ok(dir) = opened {
+                    let children = dir.entries().unwrap_or_default().into_iter();
+                    stack.push(Frame { dir, path, children, own: entry });
+                    continue;
                 }
             }
-            self.entries.push(entry);
+            if let Some(entry) = entry
+                && !self.push(entry)
+            {
+                return Ok(());
+            }
         }
+        Ok(())
     }
+
+    /// Adds `entry`, or marks the listing truncated (false) when it is full.
+    fn push(&mut self, entry: Value) -> bool {
+        if self.entries.len() >= self.max {
+            self.truncated = true;
+            return false;
+        }
+        self.entries.push(entry);
+        true
+    }
+}
+
+fn mtime(stat: &FileStat) -> SystemTime {
+    let since = Duration::new(stat.st_mtime.max(0) as u64, stat.st_mtime_nsec.clamp(0, 999_999_999) as u32);
+    UNIX_EPOCH + since
 }
