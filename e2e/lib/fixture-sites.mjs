@@ -24,8 +24,16 @@ function composerHtml(site) {
 </form>`;
   }
   if (site === 'deepseek') {
+    // As on the real page: the toggles and Send are all div[role=button]; Send is the icon
+    // button with the arrow, disabled (aria-disabled) while the composer is empty, and a
+    // click on it sends.
     return `<div class="composer"><textarea id="chat-input" name="search" placeholder="Message DeepSeek" rows="3"></textarea>
-  <div id="send-button-slot" role="button" aria-disabled="true" class="ds-icon-button"></div></div>`;
+  <div class="ec4f5d61">
+    <div id="deepthink-toggle" role="button" class="ds-button ds-toggle-button">DeepThink</div>
+    <div class="bf38813a"><div id="send-button-slot" role="button" aria-disabled="true" class="_f3a9c21 ds-icon-button">
+      <svg width="14" height="16" viewBox="0 0 14 16"><path d="M8.3125 0.981648C8.66767 1.05456 8.97902 1.20565 9.2627 1.4338L13.3 5.5" fill="currentColor"></path></svg>
+    </div></div>
+  </div></div>`;
   }
   return `<form class="composer" data-type="unified-composer">
   <div id="prompt-textarea" contenteditable="true" class="ProseMirror" translate="no" role="textbox"></div>
@@ -43,6 +51,8 @@ function pageHtml(site, nonce) {
   body { font: 14px/1.4 sans-serif; margin: 0; display: flex; flex-direction: column; height: 100vh; }
   #messages { flex: 1; overflow: auto; padding: 12px; }
   #messages > * { margin: 6px 0; }
+  .cm-content { white-space: pre; font-family: monospace; }
+  #send-button-slot[role=button] { display: inline-block; width: 32px; height: 32px; cursor: pointer; }
   .user-message, .fbb737a4, [data-message-author-role="user"] { background: #eef; padding: 6px; }
   .composer { display: flex; gap: 6px; padding: 8px; border-top: 1px solid #ccc; }
   textarea, #prompt-textarea { flex: 1; min-height: 48px; border: 1px solid #999; padding: 4px; }

@@ -49,6 +49,28 @@ describe('bridge: sending and registering as the site adapter says', () => {
     }
   });
 
+  // The user's own send, by Enter or by clicking the site's Send (DeepSeek's is a
+  // div[role=button] whose click sends), always becomes a bridged task: never the bare text.
+  for (const site of ['zai', 'deepseek']) {
+    for (const how of ['enter', 'click']) {
+      test(`${site}: the user's ${how === 'enter' ? 'Enter' : 'click on Send'} starts a bridged task`, async () => {
+        const page = await openChat(stack, site === 'zai' ? 'https://chat.z.ai/' : 'https://chat.deepseek.com/');
+        const text = `Question sent by ${how} on ${site}.`;
+        const since = stack.store.log.length;
+        await page.locator('textarea').first().fill(text);
+        if (how === 'enter') await page.locator('textarea').first().press('Enter');
+        // The icon inside the button, where a user's click lands.
+        else await page.locator(site === 'zai' ? '#send-message-button' : '#send-button-slot svg path').click();
+        const sent = await nextUserMessage(stack.store, site, () => true, { sinceIndex: since, what: `the message sent by ${how} on ${site}` });
+        assert.ok(sent.text.startsWith(MARKER), `the first message is the bridged task, not the bare text: ${sent.text.slice(0, 80)}`);
+        assert.ok(sent.text.endsWith(`USER_TASK:\n${text}`), sent.text.slice(-120));
+        await modelReply(page, 'Answered.');
+        await waitIdle((k) => conversationState(stack, k), await convKeyOf(page));
+        assert.equal(stack.store.userMessages(site).filter((m) => m.text === text).length, 0, 'the bare text never went out');
+      });
+    }
+  }
+
   const registersAgain = async (url, page) => {
     const tabId = await tabIdOf(stack, url);
     const bound = await popupMessage(stack, { type: 'h2w_bind', tabId, workspace: { kind: 'herdr', id: 'w-registration' } });

@@ -95,7 +95,7 @@ fn deepseek_streaming_call_with_cursor_is_not_finished() {
     // Only the bridged task folds; the streaming reply waits.
     assert_eq!(view.pending_folds().into_iter().map(|f| f.2).collect::<Vec<_>>(), [FoldLabel::Tools]);
     assert_eq!(snapshot.composer.kind, Some(ComposerKind::Textarea));
-    assert!(snapshot.send_button.is_none(), "DeepSeek has no send-button selectors");
+    assert!(snapshot.send_button.is_none(), "Send is disabled");
 }
 
 #[test]
@@ -113,10 +113,39 @@ fn deepseek_thought_for_header_means_finished_despite_loading_icon() {
 }
 
 #[test]
-fn deepseek_sends_with_enter_and_never_clicks() {
+fn deepseek_sends_with_enter_and_intercepts_a_click_on_send() {
     let c = adapter_for_site(Site::DeepSeek).composer();
     assert_eq!(c.submit, [SubmitMethod::PressEnter, SubmitMethod::RequestSubmit]);
-    assert!(!c.intercept.unwrap().send_button_click);
+    // The user's click on Send must become a bridged task like their Enter (issue 26 item 4).
+    assert!(c.intercept.unwrap().send_button_click);
+}
+
+/// DeepSeek's composer as the page draws it: the toggles and Send are all `div[role=button]`;
+/// Send is the one with the arrow icon, `aria-disabled` while the composer is empty.
+fn deepseek_composer(send_disabled: bool) -> String {
+    format!(
+        r#"<html><body><div class="composer"><textarea name="search">hi</textarea>
+<div class="ec4f5d61"><div id="deepthink" role="button" class="ds-button ds-toggle-button">DeepThink</div>
+<div id="search" role="button" class="ds-button ds-toggle-button">Search</div>
+<div class="bf38813a"><div id="upload" role="button" class="ds-icon-button"><svg><path d="M7 1C4 1 2 3 2 6"></path></svg></div>
+<div id="send" role="button" aria-disabled="{send_disabled}" class="_f3a9c21 ds-icon-button"><svg><path d="M8.3125 0.981648C8.66767 1.05456"></path></svg></div></div>
+</div></div></body></html>"#
+    )
+}
+
+#[test]
+fn deepseek_send_is_the_arrow_button_and_only_when_enabled() {
+    let selectors = adapter_for_site(Site::DeepSeek).selectors();
+    let enabled = scraper::Html::parse_document(&deepseek_composer(false));
+    let matched: Vec<&str> = selectors
+        .send_buttons
+        .iter()
+        .flat_map(|s| enabled.select(&css(s)).filter_map(|e| e.value().attr("id")).collect::<Vec<_>>())
+        .collect();
+    assert_eq!(matched, ["send"], "the toggles and the upload button are not Send");
+    let on = snapshot(&deepseek_composer(false), DS_CONV, &selectors);
+    assert_eq!(on.send_button.map(|b| (b.candidate, b.enabled)), Some((0, true)));
+    assert!(snapshot(&deepseek_composer(true), DS_CONV, &selectors).send_button.is_none(), "disabled Send is not a candidate");
 }
 
 #[test]

@@ -35,8 +35,13 @@ impl SiteAdapter for DeepSeek {
     fn selectors(&self) -> SelectorSet {
         SelectorSet {
             composer: strings(&["textarea[name=search]", "textarea"]),
-            // No send button: DeepSeek sends with Enter (and form submit).
-            send_buttons: Vec::new(),
+            // Send is a `div[role=button]` beside the composer, like the DeepThink and Search
+            // toggles next to it: it is the one drawing the arrow icon (its class names are
+            // build hashes, tried second). `aria-disabled` while the composer is empty.
+            send_buttons: strings(&[
+                r#"div[role=button]:has(svg path[d^="M8.3125"]):not([aria-disabled="true"])"#,
+                r#"div[role=button]._7436101:not([aria-disabled="true"])"#,
+            ]),
             message_root: ".ds-message".to_owned(),
             content: MAIN_CONTENT.to_owned(),
             probes: vec![
@@ -73,7 +78,9 @@ impl SiteAdapter for DeepSeek {
             focus_before_enter_ms: FOCUS_BEFORE_ENTER_MS,
             settle_after_insert_ms: SETTLE_AFTER_INSERT_MS,
             clear_timeout_ms: CLEAR_TIMEOUT_MS,
-            intercept: Some(InterceptTriggers { enter_key: true, form_submit: true, send_button_click: false }),
+            // The user's click on Send is a send like their Enter: intercepted, never let
+            // through unbridged.
+            intercept: Some(InterceptTriggers { enter_key: true, form_submit: true, send_button_click: true }),
         }
     }
 

@@ -282,7 +282,7 @@
     'keydown',
     (event) => {
       if (event.key !== 'Enter' || event.shiftKey || event.isComposing || event.keyCode === 229) return;
-      if (!sel || !sel.composer.some((c) => event.target?.closest?.(c))) return;
+      if (!sel || !strategy.intercept?.enter_key || !sel.composer.some((c) => event.target?.closest?.(c))) return;
       intercept(event);
     },
     true,
@@ -290,14 +290,15 @@
   document.addEventListener(
     'click',
     (event) => {
-      if (sel && sel.send_buttons.some((b) => event.target?.closest?.(b))) intercept(event);
+      // The target may be the icon inside the button (DeepSeek's Send is a div with an svg).
+      if (sel && strategy.intercept?.send_button_click && sel.send_buttons.some((b) => event.target?.closest?.(b))) intercept(event);
     },
     true,
   );
   document.addEventListener(
     'submit',
     (event) => {
-      if (sel && sel.composer.some((c) => event.target?.querySelector?.(c))) intercept(event);
+      if (sel && strategy.intercept?.form_submit && sel.composer.some((c) => event.target?.querySelector?.(c))) intercept(event);
     },
     true,
   );
