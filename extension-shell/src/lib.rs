@@ -9,6 +9,7 @@ pub mod continuity_handoff;
 pub mod continuity_page;
 pub mod conversation_state;
 pub mod mcp;
+pub mod notices;
 pub mod panic_log;
 pub mod sender;
 pub mod sites;

@@ -272,9 +272,13 @@ pub async fn report(v: VerifiedSender, page_id: String, snapshot: PageSnapshot) 
 
 /// The user pressed send: start a bridged task (or send unbridged when no catalog).
 pub async fn submit(v: VerifiedSender, page_id: String, text: String, snapshot: PageSnapshot) -> Value {
+    // The page shows the conversation it claims, or nothing is bridged for it (as in report()).
+    if interpret(&snapshot).is_ok_and(|view| view.identity.conv_key != v.conv_key) {
+        return json!({ "ok": false, "error": crate::sender::ERR_SENDER_MISMATCH, "detail": "the snapshot is of another conversation" });
+    }
     let id = attach(&v, &page_id);
     // One task at a time (spec §1.10): the running task goes on and the page keeps the text.
-    let busy = json!({ "ok": false, "blocked": "json-bridge-busy" });
+    let busy = json!({ "ok": false, "blocked": crate::notices::BLOCKED_BUSY });
     if CONVS.with(|c| c.borrow().by_id.get(&id).is_some_and(|conv| conv.engine.is_running())) {
         return busy;
     }
@@ -296,7 +300,7 @@ pub async fn submit(v: VerifiedSender, page_id: String, text: String, snapshot: 
         Some(Some(conv.generation))
     });
     let generation = match generation {
-        None => return json!({ "ok": false, "error": "conversation-unavailable" }),
+        None => return json!({ "ok": false, "error": crate::notices::ERR_CONVERSATION_UNAVAILABLE }),
         Some(None) => return busy,
         Some(Some(generation)) => generation,
     };
@@ -403,7 +407,7 @@ fn describe(status: &Status) -> String {
         Status::RunningCalls { running, queued, .. } => format!("running {} tool{}", running + queued, if running + queued == 1 { "" } else { "s" }),
         Status::SendingResults { .. } => "sending results".into(),
         Status::Repairing { attempt } => format!("asking for valid tool JSON (attempt {attempt})"),
-        Status::Unbridged => "sent without tools (catalog unavailable)".into(),
+        Status::Unbridged => "sent without tools: the Herdr runtime did not answer with its tools (catalog unavailable)".into(),
     }
 }
 

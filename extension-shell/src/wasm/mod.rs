@@ -108,6 +108,8 @@ async fn route(message: Value, sender: Value) -> Value {
             let info = sender_info(&sender);
             let verified = match verify(&text("site"), &text("convKey"), &info, site_enabled) {
                 Ok(v) => v,
+                // A refused submit is said on the page (the text goes out without tools).
+                Err(code) if kind == "h2w_submit" => return crate::notices::with_submit_notice(refused(code)),
                 Err(code) => return refused(code),
             };
             // Bindings made on this site's pages follow the tab (z.ai new chat → /c/<id>).
@@ -121,10 +123,10 @@ async fn route(message: Value, sender: Value) -> Value {
                     Ok(snapshot) => bridge::report(verified, text("pageId"), snapshot).await,
                     Err(refusal) => refusal,
                 },
-                "h2w_submit" => match snapshot_of(&message) {
+                "h2w_submit" => crate::notices::with_submit_notice(match snapshot_of(&message) {
                     Ok(snapshot) => bridge::submit(verified, text("pageId"), text("text"), snapshot).await,
                     Err(refusal) => refusal,
-                },
+                }),
                 "h2w_catalog" => match bridge::catalog().await {
                     Ok(tools) => json!({ "ok": true, "tools": tools }),
                     Err(e) => json!({ "ok": false, "error": e.code, "detail": e.detail }),

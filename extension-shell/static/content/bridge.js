@@ -268,11 +268,10 @@
     event.stopPropagation();
     ask({ type: 'h2w_submit', text, snapshot: snapshot() }).then((answer) => {
       if (answer?.ok) return;
+      // Every refusal is said on the page, in the service worker's words.
+      indicate(answer?.notice || `Herdr: sent without tools: the extension did not answer (${answer?.error || 'no answer'}).`, true);
       // One task at a time: the text stays in the composer (and survives the next result).
-      if (answer?.blocked === 'json-bridge-busy') {
-        indicate('Herdr: still working on the previous request; send this once it has answered.', true);
-        return;
-      }
+      if (answer?.blocked) return;
       // Refused (e.g. the site was switched off meanwhile): the user's message still goes out, as typed.
       console.warn('herdr: the bridge refused this message; sending it unbridged', answer);
       sendText(text);

@@ -1,0 +1,92 @@
+//! What the page says when the bridge refuses a submit (issue 26 item 5). Every refusal is
+//! shown on the page, like the runtime-down case: either the message went out without tools
+//! (`sent without tools: …`), or it was kept in the composer (`not sent: …`). The content
+//! script shows the text it is given and decides nothing.
+
+use serde_json::Value;
+
+use crate::catalog::ERR_CATALOG_UNAVAILABLE;
+use crate::sender::{ERR_SENDER_MISMATCH, ERR_SITE_DISABLED, ERR_SITE_MISMATCH};
+
+/// A submit refused because a task is still running (spec §1.10).
+pub const BLOCKED_BUSY: &str = "json-bridge-busy";
+/// The conversation's state went away while the submit was handled.
+pub const ERR_CONVERSATION_UNAVAILABLE: &str = "conversation-unavailable";
+
+/// The page notice for a refused submit: `error` is the refusal's code, `blocked` its
+/// `blocked` word (the text then stays in the composer).
+pub fn submit_notice(error: Option<&str>, blocked: Option<&str>) -> String {
+    if let Some(blocked) = blocked {
+        return match blocked {
+            BLOCKED_BUSY => {
+                "Herdr: not sent: still working on the previous request; send this once it has answered.".into()
+            }
+            other => format!("Herdr: not sent: the bridge is busy ({other})."),
+        };
+    }
+    let why = match error.unwrap_or("") {
+        ERR_SITE_DISABLED => {
+            "the Herdr bridge is switched off for this site (turn it on in the extension's options)".to_string()
+        }
+        ERR_SENDER_MISMATCH | ERR_SITE_MISMATCH => {
+            "the bridge could not confirm which conversation this page shows (reload the page)".to_string()
+        }
+        ERR_CATALOG_UNAVAILABLE => "the Herdr runtime did not answer with its tools (catalog unavailable)".to_string(),
+        ERR_CONVERSATION_UNAVAILABLE => {
+            "this conversation is no longer known to the bridge (reload the page)".to_string()
+        }
+        "" => "the bridge refused this message".to_string(),
+        other => format!("the bridge refused this message ({other})"),
+    };
+    format!("Herdr: sent without tools: {why}.")
+}
+
+/// Adds the page notice to a submit's answer when it is a refusal and has none.
+pub fn with_submit_notice(mut answer: Value) -> Value {
+    let refused = answer.get("ok") != Some(&Value::Bool(true));
+    if let (true, Some(map)) = (refused, answer.as_object_mut())
+        && !map.contains_key("notice")
+    {
+        let error = map.get("error").and_then(Value::as_str);
+        let blocked = map.get("blocked").and_then(Value::as_str);
+        let notice = submit_notice(error, blocked);
+        map.insert("notice".into(), Value::String(notice));
+    }
+    answer
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_refusal_gets_a_notice_that_says_what_happened_to_the_text() {
+        for (answer, expected) in [
+            (
+                json!({ "ok": false, "error": ERR_SITE_DISABLED }),
+                "sent without tools: the Herdr bridge is switched off",
+            ),
+            (json!({ "ok": false, "error": ERR_SENDER_MISMATCH }), "sent without tools: the bridge could not confirm"),
+            (json!({ "ok": false, "error": ERR_SITE_MISMATCH }), "sent without tools: the bridge could not confirm"),
+            (json!({ "ok": false, "error": ERR_CONVERSATION_UNAVAILABLE }), "sent without tools: this conversation"),
+            (
+                json!({ "ok": false, "error": "snapshot-invalid" }),
+                "sent without tools: the bridge refused this message (snapshot-invalid)",
+            ),
+            (json!({ "ok": false, "blocked": BLOCKED_BUSY }), "not sent: still working on the previous request"),
+        ] {
+            let out = with_submit_notice(answer.clone());
+            let notice = out["notice"].as_str().unwrap_or_else(|| panic!("no notice for {answer}"));
+            assert!(notice.starts_with("Herdr: ") && notice.contains(expected), "{answer} → {notice}");
+        }
+    }
+
+    #[test]
+    fn accepted_submits_and_given_notices_are_left_alone() {
+        assert_eq!(with_submit_notice(json!({ "ok": true, "bridged": true })), json!({ "ok": true, "bridged": true }));
+        let given = json!({ "ok": false, "error": "x", "notice": "mine" });
+        assert_eq!(with_submit_notice(given.clone()), given);
+        assert!(submit_notice(Some(ERR_CATALOG_UNAVAILABLE), None).contains("catalog unavailable"));
+    }
+}
