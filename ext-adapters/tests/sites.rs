@@ -278,3 +278,18 @@ fn a_history_page_has_no_latest_reply_and_folds_every_finished_call() {
     assert!(view.history_page && view.latest_reply.is_none() && !view.awaiting_reply);
     assert_eq!(view.pending_folds().into_iter().map(|f| f.2).collect::<Vec<_>>(), [FoldLabel::ToolCall]);
 }
+
+/// z.ai draws a fenced block in a code editor, one element per line (an empty line holds a
+/// `<br>`), and prose one paragraph per line; the text read keeps every line (issue 26 item 6).
+#[test]
+fn zai_code_editor_lines_and_paragraphs_are_read_as_lines() {
+    let html = r#"<html><body><div id="message-1" class="flex"><div class="chat-assistant"><div class="markdown-prose">
+  <p>Writing the file now:</p>
+  <p>second paragraph</p>
+  <div class="code-block"><div class="code-header"><span>json</span><button>Copy</button></div>
+    <div class="cm-editor"><div class="cm-content"><div class="cm-line">{</div><div class="cm-line">  "content": "a</div><div class="cm-line"><br></div><div class="cm-line">b"</div><div class="cm-line">}</div></div></div>
+  </div>
+</div></div></div></body></html>"#;
+    let snapshot = snapshot(html, ZAI_CONV, &adapter_for_site(Site::ZAi).selectors());
+    assert_eq!(snapshot.roots[0].text, "Writing the file now:\nsecond paragraph\njsonCopy\n{\n  \"content\": \"a\n\nb\"\n}");
+}

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::parser::ParsedCall;
+use crate::journal::is_mutating;
+use crate::parser::{ParsedCall, Variant};
 
 /// A reply with more calls than this runs none of them (spec §1.6, one batch).
 pub const MAX_CALLS_PER_REPLY: usize = 24;
@@ -16,6 +17,8 @@ pub const MAX_TOOL_NAME_CHARS: usize = 128;
 pub const ERR_UNKNOWN_TOOL: &str = "unknown-tool";
 pub const ERR_BATCH_TOO_LARGE: &str = "json-bridge-batch-too-large";
 pub const ERR_BATCH_INVALID: &str = "json-bridge-batch-invalid";
+/// A call that changes something, whose string arguments held raw line breaks or tabs.
+pub const ERR_RAW_CONTROL_CHARS: &str = "json-bridge-raw-line-breaks";
 
 /// The live `tools/list` catalog, indexed by name.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -119,6 +122,19 @@ fn check_one(index: usize, call: &ParsedCall, catalog: &Catalog) -> Checked {
     }
     if !catalog.contains(&call.tool) {
         return refuse(ERR_UNKNOWN_TOOL, format!("Unknown Herdr tool: {}. Use a name from the typed API.", call.tool));
+    }
+    // Raw line breaks inside a JSON string are invalid JSON the parser repairs, but the text
+    // it repaired is the page's rendering: paragraphs may have been joined, blank lines
+    // collapsed, a fence line inside the content swallowed. Nothing proves the lines are the
+    // model's, so nothing that changes state runs on them; the model is asked for escapes.
+    if call.variants.contains(&Variant::RawControlChars) && is_mutating(&call.tool) {
+        return refuse(
+            ERR_RAW_CONTROL_CHARS,
+            format!(
+                "Not run: a string in the arguments of {} had raw line breaks or tabs inside the JSON string, and the chat page may have changed them (joined or dropped lines) before the bridge read them. Send the call again with every line break in file contents and commands written as the escape \\n (and tabs as \\t), so the JSON string stays on one line.",
+                call.tool
+            ),
+        );
     }
     Checked::Run(ValidCall { index, tool: call.tool.clone(), args: call.args.clone() })
 }

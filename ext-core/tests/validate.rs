@@ -84,3 +84,31 @@ fn catalog_skips_nameless_tools_and_reads_schema_properties() {
     assert!(!cat.accepts_property("herdr_exec", "command"));
     assert!(!cat.accepts_property("other", "intent"));
 }
+
+/// A string argument repaired from raw line breaks may have lost lines on the page (joined
+/// paragraphs, a rendered fence swallowed): a call that changes something never runs on it.
+/// The model is asked for `\n` escapes instead; reads run.
+#[test]
+fn a_write_repaired_from_raw_line_breaks_is_refused_with_a_repair_request() {
+    use ext_core::parser::{Variant, parse_reply};
+    use ext_core::validate::ERR_RAW_CONTROL_CHARS;
+    let reply = "{\"tool\":\"herdr_fs_write\",\"args\":{\"path\":\"a.txt\",\"content\":\"one\ntwo\"}}\n{\"tool\":\"herdr_fs_read\",\"args\":{\"path\":\"a\nb\"}}\n{\"tool\":\"herdr_fs_write\",\"args\":{\"path\":\"b.txt\",\"content\":\"one\\ntwo\"}}";
+    let parsed = parse_reply(reply);
+    assert_eq!(parsed.calls.len(), 3);
+    assert!(parsed.calls[0].variants.contains(&Variant::RawControlChars));
+    let out = validate_calls(&parsed.calls, &catalog_with(&["herdr_fs_write", "herdr_fs_read"]));
+    match &out[0] {
+        Checked::Refused(r) => {
+            assert_eq!(r.error, ERR_RAW_CONTROL_CHARS);
+            assert!(r.detail.contains("\\n"), "asks for \\n escapes: {}", r.detail);
+            assert!(r.detail.starts_with("Not run"), "{}", r.detail);
+        }
+        Checked::Run(v) => panic!("the flattened-prone write would run: {v:?}"),
+    }
+    assert!(matches!(&out[1], Checked::Run(_)), "a read is harmless");
+    assert!(matches!(&out[2], Checked::Run(v) if v.args["content"] == "one\ntwo"), "escaped line breaks are exact");
+    for tool in ["herdr_exec", "herdr_fs_edit", "herdr_fs_patch", "herdr_prompt"] {
+        let call = ParsedCall { tool: tool.into(), args: json!({"x": "a\nb"}), variants: vec![Variant::RawControlChars], span: (0, 0) };
+        assert_eq!(refusal_error(&validate_calls(&[call], &catalog_with(&[tool]))[0]), Some(ERR_RAW_CONTROL_CHARS), "{tool}");
+    }
+}

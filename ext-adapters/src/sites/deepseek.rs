@@ -51,6 +51,7 @@ impl SiteAdapter for DeepSeek {
             head_chars: HEAD_CHARS,
             max_roots: MAX_ROOTS,
             history_text_chars: HISTORY_TEXT_CHARS,
+            line_break_tags: line_break_tags(),
         }
     }
 

@@ -25,6 +25,52 @@ fn text_content(el: ElementRef<'_>) -> String {
     el.text().collect()
 }
 
+/// The line text of `el` (see `ext_adapters::selectors`, "Line text"). A static parser has no
+/// CSS, so only `<pre>` (and `<textarea>`) count as laying text out as written.
+fn line_text(el: ElementRef<'_>, tags: &[String]) -> String {
+    fn walk(node: ElementRef<'_>, tags: &[String], pre: bool, out: &mut String, pending: &mut bool) {
+        for child in node.children() {
+            match child.value() {
+                scraper::Node::Text(t) => {
+                    let data: &str = t;
+                    if data.is_empty() || (!pre && data.trim().is_empty() && data.contains('\n')) {
+                        continue;
+                    }
+                    if *pending && !out.is_empty() && !out.ends_with('\n') {
+                        out.push('\n');
+                    }
+                    *pending = false;
+                    out.push_str(data);
+                }
+                scraper::Node::Element(e) => {
+                    let tag = e.name().to_ascii_uppercase();
+                    if tag == "BR" {
+                        if *pending && !out.is_empty() && !out.ends_with('\n') {
+                            out.push('\n');
+                        }
+                        *pending = false;
+                        out.push('\n');
+                        continue;
+                    }
+                    if ["SCRIPT", "STYLE", "TEMPLATE", "NOSCRIPT"].contains(&tag.as_str()) {
+                        continue;
+                    }
+                    let block = tags.contains(&tag);
+                    *pending |= block;
+                    if let Some(child) = ElementRef::wrap(child) {
+                        walk(child, tags, pre || tag == "PRE" || tag == "TEXTAREA", out, pending);
+                    }
+                    *pending |= block;
+                }
+                _ => {}
+            }
+        }
+    }
+    let (mut out, mut pending) = (String::new(), false);
+    walk(el, tags, false, &mut out, &mut pending);
+    out
+}
+
 fn first_chars(s: &str, n: usize) -> (String, bool) {
     match s.char_indices().nth(n) {
         Some((i, _)) => (s[..i].to_owned(), true),
@@ -58,7 +104,7 @@ pub fn snapshot(html: &str, url: &str, selectors: &SelectorSet) -> PageSnapshot 
         .map(|(offset, root)| {
             let index = first + offset;
             let source = content_element(*root, &content).unwrap_or(*root);
-            let full = text_content(source).trim().to_owned();
+            let full = line_text(source, &selectors.line_break_tags).trim().to_owned();
             let (text, text_truncated) = if index + 1 == total {
                 (full, false)
             } else {

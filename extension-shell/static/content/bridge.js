@@ -40,6 +40,43 @@
     }
     return null;
   }
+  // The element's text with its line breaks (ext-adapters' `selectors`, "Line text"): <br>
+  // and the boundaries of the adapter's block tags are line breaks; white space holding a
+  // line break is markup indentation unless its parent lays text out as written.
+  const SKIPPED = new Set(['SCRIPT', 'STYLE', 'TEMPLATE', 'NOSCRIPT']);
+  const laidOutAsWritten = (parent) => !!parent && /^(pre|break-spaces)/.test(getComputedStyle(parent).whiteSpace);
+  function lineText(element) {
+    const blocks = new Set(sel.line_break_tags);
+    let out = '';
+    let pending = false;
+    const lineBreak = () => {
+      if (pending && out && !out.endsWith('\n')) out += '\n';
+      pending = false;
+    };
+    const walk = (node) => {
+      for (let child = node.firstChild; child; child = child.nextSibling) {
+        if (child.nodeType === Node.TEXT_NODE) {
+          const data = child.data;
+          if (!data || (data.includes('\n') && !data.trim() && !laidOutAsWritten(child.parentElement))) continue;
+          lineBreak();
+          out += data;
+        } else if (child.nodeType === Node.ELEMENT_NODE) {
+          const tag = child.tagName;
+          if (tag === 'BR') {
+            lineBreak();
+            out += '\n';
+          } else if (!SKIPPED.has(tag)) {
+            const block = blocks.has(tag);
+            pending ||= block;
+            walk(child);
+            pending ||= block;
+          }
+        }
+      }
+    };
+    walk(element);
+    return out;
+  }
   function visible(node) {
     if (node.offsetParent) return true;
     const r = node.getBoundingClientRect();
@@ -55,7 +92,7 @@
     const picked = roots.slice(from).map((root, i) => {
       const index = from + i;
       const last = index === roots.length - 1;
-      const full = (lastOutermost(root).textContent || '').trim();
+      const full = lineText(lastOutermost(root)).trim();
       const text = last ? full : full.slice(0, sel.history_text_chars);
       return {
         index,
