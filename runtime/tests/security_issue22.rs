@@ -201,7 +201,7 @@ async fn secret_paths_cover_credential_files() {
     assert_eq!(list["ok"], true, "{list}");
     for e in list["entries"].as_array().unwrap() {
         let rel = e["relative_path"].as_str().unwrap();
-        if read_paths.iter().any(|p| rel == *p) || rel.contains(".ssh") {
+        if read_paths.contains(&rel) || rel.contains(".ssh") {
             leaks.push(format!("list {rel}"));
         }
     }
