@@ -16,4 +16,5 @@ pub mod push;
 pub mod runtime_info;
 pub mod state;
 pub mod server;
+pub mod stdio;
 pub mod tools;

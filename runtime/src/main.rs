@@ -49,6 +49,9 @@ enum Command {
     Device(herdr_mcp::edge::devices_cli::DeviceCommand),
     /// Link this workstation to an edge: forwards the edge's tool calls to the local runtime.
     Link(herdr_mcp::link::cli::LinkArgs),
+    /// Serve MCP on stdin/stdout for desktop clients (Claude Desktop, Claude Code, Cursor).
+    #[command(long_about = herdr_mcp::stdio::STDIO_ABOUT)]
+    Stdio(herdr_mcp::stdio::StdioArgs),
 }
 
 const SERVE_ABOUT: &str = "\
@@ -132,6 +135,7 @@ fn main() -> ExitCode {
         Command::Worker(cmd) => exit_with(herdr_mcp::edge::devices_cli::run_worker(cmd)),
         Command::Device(cmd) => exit_with(herdr_mcp::edge::devices_cli::run_device(cmd)),
         Command::Link(args) => exit_with(herdr_mcp::link::cli::run_link(args)),
+        Command::Stdio(args) => exit_with(herdr_mcp::stdio::run(args)),
     }
 }
 
