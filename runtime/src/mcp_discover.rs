@@ -23,9 +23,9 @@ use serde_json::{Map, Value, json};
 pub const METHOD: &str = "server/discover";
 /// How long a client may keep the result before asking again (spec §3).
 pub const TTL_MS: u64 = 3_600_000;
-/// Offered to OpenAI's clients on top of the negotiated versions: a probe, since
-/// neither side implements it; an `initialize` asking for it gets the newest
-/// version that side does implement.
+/// The stateless revision. Both sides serve it now (rmcp), so it is in every
+/// side's `supported_versions` and this append is a no-op there; it stays for a
+/// side that would list only handshake versions.
 pub const PROBE_VERSION: &str = "2026-07-28";
 /// The `_meta` key that carries the server's name and version (MCP 2026-07-28).
 pub const SERVER_INFO_META_KEY: &str = "io.modelcontextprotocol/serverInfo";

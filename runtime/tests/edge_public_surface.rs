@@ -88,7 +88,7 @@ async fn preflight_and_notifications_answer_204() {
     }
     let (_, t, _) = e.tokens().await;
     let note = e.http.post_json("/mcp", &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}), Some(&t.access)).await;
-    assert_eq!((note.status, note.body.as_str()), (204, ""));
+    assert_eq!((note.status, note.body.as_str()), (202, ""));
     // Stateless: no session id is handed out.
     let init = e.http.mcp(&t.access, "initialize", json!({"protocolVersion": "2025-03-26"})).await;
     assert!(init.header("mcp-session-id").is_empty());
@@ -110,7 +110,8 @@ async fn the_handshake_is_framed_as_sse_when_the_client_accepts_it() {
     let e = InProc::start().await;
     let (_, t, _) = e.tokens().await;
     let post = |accept: &'static str, method: &'static str| {
-        let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": {"protocolVersion": "2025-06-18"}});
+        let params = edge_support::with_initialize_defaults(method, json!({"protocolVersion": "2025-06-18"}));
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
         e.http.client.post(format!("{}/mcp", e.http.base))
             .header("authorization", format!("Bearer {}", t.access))
             .header("content-type", "application/json")
@@ -169,9 +170,9 @@ async fn get_mcp_is_a_sessionless_sse_probe() {
     let r = get(Some(&t.access), "application/json").await.unwrap();
     assert_eq!(r.status().as_u16(), 406);
     assert_eq!(r.json::<Value>().await.unwrap()["error"]["code"], -32600);
-    // Only GET and POST are served; DELETE has no session to end.
+    // DELETE ends a session; without one there is nothing to end.
     let r = e.http.client.delete(format!("{}/mcp", e.http.base)).header("authorization", format!("Bearer {}", t.access)).send().await.unwrap();
-    assert_eq!((r.status().as_u16(), r.headers()["allow"].to_str().unwrap()), (405, "GET, POST"));
+    assert_eq!(r.status().as_u16(), 400);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -287,11 +288,9 @@ async fn server_discover_is_answered_by_the_edge_as_json_with_what_initialize_sa
     assert_eq!(result["_meta"]["herdr"], init["_meta"]["herdr"]);
     assert_eq!(json!({"epoch": result["_meta"]["herdr_contract_epoch"], "hash": result["_meta"]["herdr_contract_hash"]}), info["publicContract"]);
 
-    // OpenAI's connector is offered the probe version, which initialize does not grant.
+    // OpenAI's connector is offered the same versions; 2026-07-28 has no initialize.
     let r = post("application/json, text/event-stream", "openai-mcp/1.0.0", discover.clone(), bearer.clone()).await.unwrap();
-    let mut probing = herdr_mcp::edge::mcp::SUPPORTED_VERSIONS.to_vec();
-    probing.push("2026-07-28");
-    assert_eq!(r.json::<Value>().await.unwrap()["result"]["supportedVersions"], json!(probing));
+    assert_eq!(r.json::<Value>().await.unwrap()["result"]["supportedVersions"], json!(herdr_mcp::edge::mcp::SUPPORTED_VERSIONS));
     let init = e.http.mcp(&t.access, "initialize", json!({"protocolVersion": "2026-07-28"})).await.json();
     assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
 
@@ -299,7 +298,7 @@ async fn server_discover_is_answered_by_the_edge_as_json_with_what_initialize_sa
     let r = post("application/json", "openai-mcp/1.0.0", discover.clone(), None).await.unwrap();
     assert_eq!(r.status().as_u16(), 401);
     let note = e.http.post_json("/mcp", &json!({"jsonrpc": "2.0", "method": "server/discover"}), Some(&t.access)).await;
-    assert_eq!((note.status, note.body.as_str()), (204, ""));
-    let bad = e.http.mcp(&t.access, "server/discover", json!("x")).await.json();
-    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    assert_eq!((note.status, note.body.as_str()), (202, ""));
+    let bad = e.http.mcp(&t.access, "server/discover", json!("x")).await;
+    assert_eq!((bad.status, &bad.json()["error"]["code"]), (400, &json!(-32600)), "{}", bad.body);
 }

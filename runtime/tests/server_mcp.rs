@@ -482,7 +482,7 @@ async fn unserved_methods_are_method_not_found_by_name_and_their_notifications_g
             assert!(answer["error"]["message"].as_str().is_some_and(|m| m.contains(method)), "{method}: {answer}");
         }
     }
-    for method in ["notifications/roots/list_changed", "notifications/vendor/thing", "resources/list"] {
+    for method in ["notifications/roots/list_changed", "notifications/acme/thing", "resources/list"] {
         let body = json!({"jsonrpc": "2.0", "method": method}).to_string();
         for headers in [&[JSON_TYPE, ACCEPT_BOTH][..], &in_session[..]] {
             let resp = rt.raw("POST", "/mcp", headers, Some(body.as_bytes())).await;

@@ -124,6 +124,13 @@ pub struct EdgeServeArgs {
     /// count as the proxy's address
     #[arg(long = "trusted-proxy", value_name = "IP")]
     pub trusted_proxy: Vec<std::net::IpAddr>,
+    /// A browser origin allowed to call /mcp (repeatable; `scheme://host[:port]`,
+    /// `:*` for any port). A request carrying another `Origin` gets 403; requests
+    /// without one, as server-to-server clients send them, pass. Default:
+    /// https://chatgpt.com and https://chat.openai.com
+    #[arg(long = "mcp-allowed-origin", value_name = "ORIGIN", env = "HERDR_EDGE_MCP_ALLOWED_ORIGINS",
+          value_delimiter = ',')]
+    pub mcp_allowed_origin: Vec<String>,
     #[command(flatten)]
     pub state: StateDirArg,
 }
@@ -154,7 +161,10 @@ pub fn run_edge(cmd: EdgeCommand) -> anyhow::Result<()> {
 }
 
 fn serve(args: EdgeServeArgs) -> anyhow::Result<()> {
-    let config = EdgeConfig::new(&args.issuer).and_then(|c| c.with_env(&args.env)).map_err(anyhow::Error::msg)?;
+    let mut config = EdgeConfig::new(&args.issuer).and_then(|c| c.with_env(&args.env)).map_err(anyhow::Error::msg)?;
+    if !args.mcp_allowed_origin.is_empty() {
+        config = config.with_mcp_allowed_origins(args.mcp_allowed_origin.clone());
+    }
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(super::tls::server_config(cert, key)?),
         _ => None,

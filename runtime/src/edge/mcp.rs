@@ -1,34 +1,52 @@
-//! The public MCP endpoint (`/mcp`, `/mcp/`): stateless streamable HTTP behind the
-//! OAuth bearer. Every request re-verifies the token against the store (see
+//! The public MCP endpoint (`/mcp`, `/mcp/`) behind the OAuth bearer: the same
+//! rmcp-based layer as the runtime's (`crate::server::endpoint`), with the edge's
+//! handler ([`EdgeHandler`]: `herdr_devices` plus the forwarded runtime tools), its
+//! bearer check in front and its Origin allow-list (`EdgeConfig::mcp_allowed_origins`).
+//! rmcp checks `MCP-Protocol-Version` (400 for an unknown one) and `Content-Type`
+//! (415). Every request re-verifies the token against the store (see
 //! [`super::token::verify_bearer`]), so a revoked connector fails on its next call.
 //!
 //! Forwarding to workstations goes through [`WorkstationRouter`]:
 //! [`super::forward::LinkRouter`] in `edge serve`; [`NoWorkstations`] where no
 //! link can exist (no runtime catalog, `workstation_offline` for any tool).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use axum::Router;
-use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use futures::future::BoxFuture;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, DiscoverResult, Implementation, InitializeResult,
+    ListToolsResult, MetaObject, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
 
-use super::discovery::{SERVER_NAME, bearer_challenge};
-use super::http::{json_response, read_body};
-use super::token::{Principal, verify_bearer};
 use super::EdgeState;
-use crate::mcp_discover::{Discovery, METHOD as METHOD_DISCOVER, check_params as check_discover_params, is_openai_request};
+use super::discovery::{SERVER_NAME, bearer_challenge};
+use super::http::json_response;
+use super::token::{Principal, verify_bearer};
+use crate::mcp_discover::Discovery;
+use crate::server::endpoint::{EndpointOptions, McpEndpoint, McpSide};
+use crate::server::mcp::{
+    HANDSHAKE_VERSION, NEGOTIABLE_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS, discover_result_of, unknown_tool,
+};
 
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// Epoch of the edge's public catalog (ours; it moves when the catalog shape does:
 /// 2 added the public read-only and open-world hints).
 pub const PUBLIC_CONTRACT_EPOCH: u32 = 2;
-/// The versions `initialize` negotiates, newest first; another one gets the first.
-pub const SUPPORTED_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07"];
+/// The versions the edge serves: the runtime's list (one implementation, rmcp's).
+pub const SUPPORTED_VERSIONS: &[&str] = SUPPORTED_PROTOCOL_VERSIONS;
+/// Browser origins allowed on `/mcp` unless configured otherwise (`edge serve
+/// --mcp-allowed-origin`): ChatGPT's, since whether its connector sends an
+/// `Origin` is not known; requests without `Origin` pass.
+pub const DEFAULT_ALLOWED_ORIGINS: &[&str] = &["https://chatgpt.com", "https://chat.openai.com"];
 const INSTRUCTIONS: &str =
     "Tools here act on the user's linked workstations. Call herdr_devices first to see which are online.";
 
@@ -75,9 +93,9 @@ impl WorkstationRouter for NoWorkstations {
 
 /// Told to the model with every device list: pairing and revocation are for the
 /// user at a terminal; a connector has no tool for either.
-const PAIRING_HINT: &str =
-    "To add a computer, the user runs `herdr-mcp worker pair` on an enrolled one and `herdr-mcp worker connect <address>` on the new one.";
-const REVOKE_HINT: &str = "To remove a computer, the user runs `herdr-mcp worker revoke <device_id> --confirm` on an enrolled one.";
+const PAIRING_HINT: &str = "To add a computer, the user runs `herdr-mcp worker pair` on an enrolled one and `herdr-mcp worker connect <address>` on the new one.";
+const REVOKE_HINT: &str =
+    "To remove a computer, the user runs `herdr-mcp worker revoke <device_id> --confirm` on an enrolled one.";
 
 /// The `herdr_devices` answer. An unreadable registry is an error result, never
 /// an empty list: "no devices" would send the user to pair computers they have.
@@ -122,8 +140,16 @@ pub fn herdr_devices_tool() -> Value {
 /// the 19). The runtime's frozen catalog marks only `herdr_skill`; the public one
 /// marks them all, since a connector client asks before every call not marked.
 const READ_ONLY: &[&str] = &[
-    "herdr_methods", "herdr_inspect", "herdr_skill", "herdr_since", "herdr_fs_read", "herdr_fs_list", "herdr_fs_grep",
-    "herdr_fs_image", "herdr_git", "herdr_exec_read",
+    "herdr_methods",
+    "herdr_inspect",
+    "herdr_skill",
+    "herdr_since",
+    "herdr_fs_read",
+    "herdr_fs_list",
+    "herdr_fs_grep",
+    "herdr_fs_image",
+    "herdr_git",
+    "herdr_exec_read",
 ];
 /// Forwarded tools whose effects reach beyond the workstation's files (a browser,
 /// a shell, an agent).
@@ -189,7 +215,14 @@ fn tool_ok_result(payload: Value) -> Value {
 }
 
 pub fn routes() -> Router<Arc<EdgeState>> {
-    Router::new().route("/mcp", any(endpoint)).route("/mcp/", any(endpoint))
+    // One endpoint (and so one session table) per router, that is per edge,
+    // built on its first request, when the state is at hand.
+    let endpoint: Arc<OnceLock<McpEndpoint<EdgeHandler>>> = Arc::default();
+    let handler = move |State(s): State<Arc<EdgeState>>, request: Request| {
+        let endpoint = Arc::clone(&endpoint);
+        async move { serve_mcp(&s, &endpoint, request).await }
+    };
+    Router::new().route("/mcp", any(handler.clone())).route("/mcp/", any(handler))
 }
 
 pub fn unauthorized(s: &EdgeState) -> Response {
@@ -221,7 +254,10 @@ fn sse_probe(headers: &HeaderMap) -> Response {
         .filter_map(|v| v.to_str().ok())
         .any(|v| v.to_ascii_lowercase().contains("text/event-stream"));
     if !accepts_sse {
-        return json_response(406, rpc_error(Value::Null, -32600, "GET /mcp is an event stream: send Accept: text/event-stream"));
+        return json_response(
+            406,
+            rpc_error(Value::Null, -32600, "GET /mcp is an event stream: send Accept: text/event-stream"),
+        );
     }
     let mut resp = (StatusCode::OK, format!(": connected\nretry: {SSE_PROBE_RETRY_MS}\n\n")).into_response();
     resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
@@ -233,103 +269,162 @@ fn rpc_error(id: Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
 }
 
-async fn endpoint(State(s): State<Arc<EdgeState>>, method: axum::http::Method, headers: HeaderMap, body: Body) -> Response {
-    let principal = match bearer(&headers).map(|t| verify_bearer(&s.store, t)) {
+/// The edge's policy in front of the shared layer: the bearer, then the GET probe;
+/// everything else is the layer's (rmcp's), with the principal in the request's
+/// extensions for [`EdgeHandler::call_tool`].
+async fn serve_mcp(
+    s: &Arc<EdgeState>,
+    endpoint: &OnceLock<McpEndpoint<EdgeHandler>>,
+    mut request: Request,
+) -> Response {
+    let principal = match bearer(request.headers()).map(|t| verify_bearer(&s.store, t)) {
         Some(Ok(Some(p))) => p,
         Some(Err(e)) => {
             tracing::error!("bearer check failed: {e}");
-            return json_response(500, json!({"jsonrpc": "2.0", "error": {"code": -32603, "message": "internal error"}}));
+            return json_response(
+                500,
+                json!({"jsonrpc": "2.0", "error": {"code": -32603, "message": "internal error"}}),
+            );
         }
-        _ => return unauthorized(&s),
+        _ => return unauthorized(s),
     };
-    if method == axum::http::Method::GET {
-        return sse_probe(&headers);
+    // The edge never sends anything unprompted: a GET, with or without a session,
+    // gets the probe that ends at once (no stream is held open for nothing). A
+    // 2026-07-28 GET is rmcp's (405: that revision has no GET stream).
+    let discover_lifecycle = request
+        .headers()
+        .get("mcp-protocol-version")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28.as_str());
+    if request.method() == axum::http::Method::GET && !discover_lifecycle {
+        return sse_probe(request.headers());
     }
-    if method != axum::http::Method::POST {
-        let mut resp = json_response(405, rpc_error(Value::Null, -32600, "use POST for requests, or GET with Accept: text/event-stream"));
-        resp.headers_mut().insert(header::ALLOW, HeaderValue::from_static("GET, POST"));
-        return resp;
-    }
-    let body = match read_body(body, MAX_BODY_BYTES, "invalid_request").await {
-        Ok(b) => b,
-        Err(_) => return json_response(413, rpc_error(Value::Null, -32600, "request exceeds 1 MiB")),
-    };
-    let msg: Value = match serde_json::from_slice(&body) {
-        Ok(v) => v,
-        Err(_) => return json_response(400, rpc_error(Value::Null, -32700, "parse error")),
-    };
-    let Some(obj) = msg.as_object().filter(|o| o.get("jsonrpc") == Some(&json!("2.0"))) else {
-        return json_response(400, rpc_error(Value::Null, -32600, "expected one JSON-RPC 2.0 object"));
-    };
-    let method = obj.get("method").and_then(Value::as_str).unwrap_or("");
-    let Some(id) = obj.get("id").cloned() else {
-        // Notifications (e.g. notifications/initialized) need no answer.
-        return StatusCode::NO_CONTENT.into_response();
-    };
-    let params_ref = obj.get("params");
-    let params = params_ref.cloned().unwrap_or(Value::Null);
-    let answer = match method {
-        "initialize" => {
-            let asked = params.get("protocolVersion").and_then(Value::as_str).unwrap_or("");
-            let version = SUPPORTED_VERSIONS.iter().find(|v| **v == asked).copied().unwrap_or(SUPPORTED_VERSIONS[0]);
-            let tools = public_catalog(s.router.as_ref());
-            json!({"jsonrpc": "2.0", "id": id, "result": {
-                "protocolVersion": version,
-                "capabilities": capabilities(),
-                "serverInfo": {"name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION")},
-                "instructions": INSTRUCTIONS,
-                "_meta": contract_meta(&tools),
-            }})
-        }
-        // Metadata about the edge and its public catalog: answered here, never
-        // forwarded to a workstation.
-        METHOD_DISCOVER => match check_discover_params(params_ref) {
-            Err(problem) => rpc_error(id, -32602, &format!("Invalid params for {METHOD_DISCOVER}: {problem}")),
-            Ok(()) => {
-                let openai = is_openai_request(&headers, params_ref);
-                json!({"jsonrpc": "2.0", "id": id, "result": discovery(s.router.as_ref()).result(openai)})
-            }
-        },
-        "ping" => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
-        "tools/list" => {
-            let tools = public_catalog(s.router.as_ref());
-            let meta = contract_meta(&tools);
-            json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tools, "_meta": meta}})
-        }
-        "tools/call" => {
-            let name = params.get("name").and_then(Value::as_str).unwrap_or("");
-            let args = params.get("arguments").cloned().unwrap_or(Value::Null);
-            if !(args.is_object() || args.is_null()) {
-                rpc_error(id, -32602, "arguments must be an object")
-            } else if let Err(problem) = super::relay::check_arguments_shape(&args) {
-                // Refused here: forwarded, it would make the link drop.
-                rpc_error(id, -32602, &format!("Invalid params: {problem}"))
-            } else if name == "herdr_devices" {
-                if args.as_object().is_some_and(|a| !a.is_empty()) {
-                    rpc_error(id, -32602, "herdr_devices takes no arguments")
-                } else {
-                    json!({"jsonrpc": "2.0", "id": id, "result": devices_result(s.router.as_ref(), principal.device_id.as_deref())})
+    request.extensions_mut().insert(principal);
+    let endpoint = endpoint.get_or_init(|| {
+        let options = EndpointOptions {
+            lenient_content_type: false,
+            allowed_origins: Some(s.config.mcp_allowed_origins.clone()),
+            boot_id: format!("edge|{}", s.config.issuer),
+        };
+        // Sessions and the edge's open requests end with the process: nothing here
+        // holds a stream open (the GET probe ends at once).
+        McpEndpoint::with_handler(EdgeHandler { router: Arc::clone(&s.router) }, options, CancellationToken::new())
+    });
+    endpoint.handle(request).await.into_response()
+}
+
+/// The edge's rmcp handler: `herdr_devices` answered here, every other public
+/// tool forwarded to a workstation through the [`WorkstationRouter`].
+#[derive(Clone)]
+pub struct EdgeHandler {
+    router: Arc<dyn WorkstationRouter>,
+}
+
+impl EdgeHandler {
+    fn tools(&self) -> Vec<Tool> {
+        public_catalog(self.router.as_ref())
+            .into_iter()
+            .filter_map(|entry| match serde_json::from_value::<Tool>(entry) {
+                Ok(tool) => Some(tool),
+                Err(e) => {
+                    tracing::error!("a public tool cannot be described to MCP clients: {e}");
+                    None
                 }
-            } else if public_catalog(s.router.as_ref()).iter().any(|t| t["name"] == name) {
-                let result = s.router.forward(&principal, name, args).await;
-                json!({"jsonrpc": "2.0", "id": id, "result": result})
-            } else {
-                rpc_error(id, -32602, &format!("tool is not in public contract epoch {PUBLIC_CONTRACT_EPOCH}"))
-            }
-        }
-        _ => rpc_error(id, -32601, "method not found"),
-    };
-    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
-    let sse = accept.contains("text/event-stream");
-    // ChatGPT's connector takes the handshake (`initialize`, `tools/list`) as SSE
-    // whenever it offers SSE; other answers stay JSON unless JSON is not accepted,
-    // and `server/discover` is JSON whatever the client accepts (spec §3).
-    let json_only = method == METHOD_DISCOVER;
-    if sse && !json_only && (!accept.contains("application/json") || matches!(method, "initialize" | "tools/list")) {
-        let mut resp = (StatusCode::OK, format!("event: message\ndata: {answer}\n\n")).into_response();
-        resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-        resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-        return resp;
+            })
+            .collect()
     }
-    json_response(200, answer)
+}
+
+fn meta_object(value: Value) -> MetaObject {
+    MetaObject(match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    })
+}
+
+impl ServerHandler for EdgeHandler {
+    fn get_info(&self) -> InitializeResult {
+        let capabilities: ServerCapabilities = serde_json::from_value(capabilities()).unwrap_or_default();
+        let mut info = InitializeResult::new(capabilities)
+            .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+            .with_protocol_version(HANDSHAKE_VERSION);
+        info.meta = Some(meta_object(contract_meta(&public_catalog(self.router.as_ref()))));
+        info
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(NEGOTIABLE_VERSIONS.as_slice())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let catalog = public_catalog(self.router.as_ref());
+        let mut result = ListToolsResult::with_all_items(self.tools());
+        result.meta = Some(meta_object(contract_meta(&catalog)));
+        Ok(result)
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools().into_iter().find(|t| t.name == name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let principal = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Principal>())
+            .cloned()
+            .ok_or_else(|| McpError::internal_error("the request carries no verified principal", None))?;
+        let name = request.name.as_ref();
+        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        if let Err(problem) = super::relay::check_arguments_shape(&args) {
+            // Refused here: forwarded, it would make the link drop.
+            return Err(McpError::invalid_params(format!("Invalid params: {problem}"), None));
+        }
+        let result = if name == "herdr_devices" {
+            if args.as_object().is_some_and(|a| !a.is_empty()) {
+                return Err(McpError::invalid_params("herdr_devices takes no arguments", None));
+            }
+            devices_result(self.router.as_ref(), principal.device_id.as_deref())
+        } else if public_catalog(self.router.as_ref()).iter().any(|t| t["name"] == name) {
+            self.router.forward(&principal, name, args).await
+        } else {
+            return Err(unknown_tool(name));
+        };
+        let result: CallToolResult = serde_json::from_value(result).map_err(|e| {
+            McpError::internal_error(format!("the workstation's answer is not a tool result: {e}"), None)
+        })?;
+        Ok(CallToolResponse::Complete(result))
+    }
+
+    async fn discover(&self, context: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
+        let openai = crate::mcp_discover::meta_names_openai_client(&context.meta.0);
+        discover_result_of(&discovery(self.router.as_ref()).result(openai))
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, McpError> {
+        Err(crate::server::mcp::custom_request_error(&request.method))
+    }
+}
+
+impl McpSide for EdgeHandler {
+    fn catalog(&self) -> Vec<Value> {
+        public_catalog(self.router.as_ref())
+    }
+
+    fn discover_result(&self, openai: bool) -> Value {
+        discovery(self.router.as_ref()).result(openai)
+    }
 }

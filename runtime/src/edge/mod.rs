@@ -128,6 +128,9 @@ pub struct EdgeConfig {
     pub resource: String,
     /// Deployment name (`production`, `staging`, …), reported as `edgeEnv`.
     pub env: String,
+    /// Browser origins allowed on `/mcp`: a request with another `Origin` gets 403
+    /// (default [`mcp::DEFAULT_ALLOWED_ORIGINS`]; requests without one pass).
+    pub mcp_allowed_origins: Vec<String>,
 }
 
 impl EdgeConfig {
@@ -144,7 +147,18 @@ impl EdgeConfig {
         if url.query().is_some() || url.fragment().is_some() || url.host_str().is_none() {
             return Err(format!("--issuer {issuer:?} must have a host and no query or fragment"));
         }
-        Ok(Self { issuer: issuer.to_string(), resource: format!("{issuer}/mcp"), env: DEFAULT_ENV.to_string() })
+        Ok(Self {
+            issuer: issuer.to_string(),
+            resource: format!("{issuer}/mcp"),
+            env: DEFAULT_ENV.to_string(),
+            mcp_allowed_origins: mcp::DEFAULT_ALLOWED_ORIGINS.iter().map(|o| o.to_string()).collect(),
+        })
+    }
+
+    /// This config with `origins` as the `/mcp` Origin allow-list (empty: every
+    /// request carrying an `Origin` is refused).
+    pub fn with_mcp_allowed_origins(self, origins: Vec<String>) -> Self {
+        Self { mcp_allowed_origins: origins, ..self }
     }
 
     /// This config under the deployment name `env` (checked by [`parse_env_name`]).

@@ -200,14 +200,27 @@ impl<H: McpSide> McpEndpoint<H> {
         } else if has_session && self.inner.names_unknown_session(&parts.headers).await {
             return session_not_found();
         }
-        if method == Some(mcp_discover::METHOD) && !glance.has_request_protocol_version() {
+        let discover_lifecycle = uses_discover_lifecycle(&parts.headers);
+        if method == Some(mcp_discover::METHOD) && !discover_lifecycle && !glance.has_request_protocol_version() {
             return self.discover_without_request_meta(&glance, &parts.headers);
+        }
+        if is_initialize && discover_lifecycle {
+            // Adapter: 2026-07-28 removed `initialize` (404, -32601), but rmcp takes
+            // every `initialize` for the legacy handshake whatever the header says;
+            // it would go with rmcp routing on the header first.
+            return jsonrpc::error_response(
+                StatusCode::NOT_FOUND,
+                jsonrpc::METHOD_NOT_FOUND,
+                "Method not found: initialize (removed in 2026-07-28; use server/discover)",
+                glance.id.clone(),
+            );
         }
         if self.inner.lenient_content_type && parts.headers.get(header::CONTENT_TYPE).is_none() {
             parts.headers.insert(header::CONTENT_TYPE, CONTENT_TYPE_JSON);
         }
         let is_tools_list = method == Some("tools/list");
-        let frame = (is_initialize || is_tools_list) && accepts_sse(&parts.headers);
+        // A client that takes SSE but not JSON gets every answer as one SSE frame.
+        let frame = accepts_sse(&parts.headers) && (is_initialize || is_tools_list || !accepts_json(&parts.headers));
         let to_session = !stateless_client && (has_session || (is_initialize && accepts_sse(&parts.headers)));
         let request_has_session = has_session && !stateless_client;
         let body = bytes.clone();
@@ -511,6 +524,13 @@ fn accepts_sse(headers: &HeaderMap) -> bool {
         .iter()
         .filter_map(|v| v.to_str().ok())
         .any(|v| v.to_ascii_lowercase().contains("text/event-stream"))
+}
+
+fn accepts_json(headers: &HeaderMap) -> bool {
+    headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).any(|v| {
+        let v = v.to_ascii_lowercase();
+        v.contains("application/json") || v.contains("*/*")
+    })
 }
 
 fn into_axum(response: Response<http_body_util::combinators::BoxBody<Bytes, Infallible>>) -> Response<Body> {

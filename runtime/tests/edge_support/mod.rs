@@ -108,7 +108,10 @@ impl Http {
         self.post_raw(path, "application/x-www-form-urlencoded", body.into_bytes(), None).await
     }
 
+    /// One JSON-RPC request to `/mcp`; an `initialize` gets the members MCP requires
+    /// (`capabilities`, `clientInfo`) unless `params` has them.
     pub async fn mcp(&self, token: &str, method: &str, params: Value) -> Resp {
+        let params = with_initialize_defaults(method, params);
         self.post_json("/mcp", &json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}), Some(token)).await
     }
 }
@@ -498,4 +501,16 @@ impl InProc {
         let headers = r.headers().clone();
         Resp { status, headers, body: r.text().await.unwrap_or_default() }
     }
+}
+
+/// `params` of an `initialize` with `capabilities` and `clientInfo` filled in when
+/// absent; other methods' params as they are.
+pub fn with_initialize_defaults(method: &str, mut params: Value) -> Value {
+    if method == "initialize"
+        && let Some(obj) = params.as_object_mut()
+    {
+        obj.entry("capabilities").or_insert_with(|| json!({}));
+        obj.entry("clientInfo").or_insert_with(|| json!({"name": "edge-test", "version": "1"}));
+    }
+    params
 }
