@@ -6,6 +6,7 @@
 //! benchmarks can build the same server in-process when they need to.
 
 pub mod contract;
+pub mod doctor;
 pub mod edge;
 pub mod exec;
 pub mod herdr;

@@ -52,6 +52,9 @@ enum Command {
     /// Serve MCP on stdin/stdout for desktop clients (Claude Desktop, Claude Code, Cursor).
     #[command(long_about = herdr_mcp::stdio::STDIO_ABOUT)]
     Stdio(herdr_mcp::stdio::StdioArgs),
+    /// Check every layer (runtime, native host, Herdr, edge link): ok, or the command that fixes it.
+    #[command(long_about = herdr_mcp::doctor::DOCTOR_ABOUT)]
+    Doctor(herdr_mcp::doctor::DoctorArgs),
 }
 
 const SERVE_ABOUT: &str = "\
@@ -136,6 +139,7 @@ fn main() -> ExitCode {
         Command::Device(cmd) => exit_with(herdr_mcp::edge::devices_cli::run_device(cmd)),
         Command::Link(args) => exit_with(herdr_mcp::link::cli::run_link(args)),
         Command::Stdio(args) => exit_with(herdr_mcp::stdio::run(args)),
+        Command::Doctor(args) => herdr_mcp::doctor::main(args),
     }
 }
 

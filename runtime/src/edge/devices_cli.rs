@@ -171,7 +171,7 @@ async fn exchange(
 
 /// Runs one call on a small runtime, with an overall deadline; any HTTP status is
 /// returned with the JSON answer (`null` when the answer is not JSON).
-pub(super) fn call_answer(
+pub fn call_answer(
     origin: &str,
     path: &str,
     method: &str,
