@@ -17,6 +17,10 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::EdgeState;
+use crate::server::connections;
+
+/// Open connections at most, WebSocket links included (each one a descriptor).
+const MAX_CONNECTIONS: usize = 4096;
 
 pub fn router(state: Arc<EdgeState>) -> Router {
     router_with_links(state, None)
@@ -64,6 +68,8 @@ pub async fn serve(
     shutdown: CancellationToken,
     on_bound: impl FnOnce(SocketAddr) -> std::io::Result<()>,
 ) -> anyhow::Result<()> {
+    // Before any descriptor is opened for a connection; the cap is sized from it.
+    let open_files = crate::server::connections::raise_open_file_limit();
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
@@ -79,15 +85,23 @@ pub async fn serve(
             hub.close_all();
         }
     });
-    // With the peer address (`ConnectInfo`), which the per-source limits and the
-    // approval page's "from" need.
-    let app = router_with_links(state, links).into_make_service_with_connect_info::<super::ratelimit::PeerAddr>();
+    let app = router_with_links(state, links);
+    let limits = connections::Limits {
+        name: "edge",
+        max_connections: connections::cap_for(open_files, 1, MAX_CONNECTIONS),
+        header_read_timeout: connections::HEADER_READ_TIMEOUT,
+    };
+    // With the peer address (`ConnectInfo<PeerAddr>`), which the per-source limits
+    // and the approval page's "from" need.
     match tls {
         Some(config) => {
-            let listener = super::tls::TlsListener::new(listener, config)?;
-            axum::serve(listener, app).with_graceful_shutdown(shutdown.cancelled_owned()).await?
+            let handshake = super::tls::handshake(config);
+            connections::serve(listener, limits, app, shutdown.clone(), handshake).await?
         }
-        None => axum::serve(listener, app).with_graceful_shutdown(shutdown.cancelled_owned()).await?,
+        None => {
+            let setup = |io, peer| connections::plain(io, super::ratelimit::PeerAddr(peer));
+            connections::serve(listener, limits, app, shutdown.clone(), setup).await?
+        }
     }
     sweeper.abort();
     closer.abort();

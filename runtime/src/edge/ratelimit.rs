@@ -23,9 +23,9 @@ use axum::extract::connect_info::Connected;
 use axum::http::HeaderMap;
 use axum::serve::IncomingStream;
 
-/// The TCP peer of a request, as `ConnectInfo<PeerAddr>` (serve the router with
-/// `into_make_service_with_connect_info::<PeerAddr>()`). A type of its own so it
-/// can be taken from any listener that yields socket addresses, the TLS one too.
+/// The TCP peer of a request, as `ConnectInfo<PeerAddr>`: `edge serve` sets it on
+/// every connection, plain or TLS (`server::connections::serve`); an in-process
+/// `axum::serve` gets it with `into_make_service_with_connect_info::<PeerAddr>()`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PeerAddr(pub SocketAddr);
 
@@ -40,7 +40,7 @@ macro_rules! peer_from {
         }
     )*};
 }
-peer_from!(tokio::net::TcpListener, super::tls::TlsListener);
+peer_from!(tokio::net::TcpListener);
 
 /// Most sources tracked at once; past it, full (idle) buckets are forgotten, and
 /// if none is idle the oldest-touched entry goes.

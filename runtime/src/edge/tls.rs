@@ -2,9 +2,9 @@
 //! The alternative is a reverse proxy terminating TLS in front of a loopback
 //! `edge serve` (see the README's edge section); both serve the same router.
 //!
-//! Handshakes run in their own tasks with a deadline, so a client that opens a
-//! socket and stalls never blocks the accept loop; only finished handshakes reach
-//! axum through [`TlsListener`].
+//! Handshakes run in each connection's own task with a deadline, so a client that
+//! opens a socket and stalls never blocks the accept loop, and a stalled handshake
+//! holds its place under the edge's connection cap like any other connection.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -13,14 +13,14 @@ use std::time::Duration;
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
+use futures::future::BoxFuture;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 
+use super::ratelimit::PeerAddr;
+
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Finished handshakes waiting for axum to take them.
-const READY_QUEUE: usize = 64;
 
 /// Loads a PEM certificate chain and private key into a server config (HTTP/1.1 only,
 /// the one protocol the router speaks).
@@ -44,68 +44,30 @@ pub fn server_config(cert: &Path, key: &Path) -> anyhow::Result<Arc<rustls::Serv
     Ok(Arc::new(config))
 }
 
-/// A listener yielding TLS streams; dropping it stops accepting.
-pub struct TlsListener {
-    ready: mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
-    local: SocketAddr,
-    acceptor: tokio::task::JoinHandle<()>,
-}
-
-impl TlsListener {
-    pub fn new(tcp: TcpListener, config: Arc<rustls::ServerConfig>) -> std::io::Result<Self> {
-        let local = tcp.local_addr()?;
-        let (tx, ready) = mpsc::channel(READY_QUEUE);
-        let tls = TlsAcceptor::from(config);
-        let acceptor = tokio::spawn(async move {
-            loop {
-                let (stream, peer) = match tcp.accept().await {
-                    Ok(c) => c,
-                    Err(e) => {
-                        // Typically EMFILE: back off instead of spinning.
-                        tracing::warn!("accept failed: {e}");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                        continue;
-                    }
-                };
-                let tls = tls.clone();
-                let ready_tx = tx.clone();
-                tokio::spawn(async move {
-                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.accept(stream)).await {
-                        Ok(Ok(s)) => {
-                            let _ = ready_tx.send((s, peer)).await;
-                        }
-                        Ok(Err(e)) => tracing::debug!("TLS handshake with {peer} failed: {e}"),
-                        Err(_) => tracing::debug!("TLS handshake with {peer} timed out"),
-                    }
-                });
-                if tx.is_closed() {
-                    return;
+/// The per-connection setup for [`crate::server::connections::serve`]: the TLS
+/// handshake, in the connection's own task and under its place in the connection
+/// cap, given [`HANDSHAKE_TIMEOUT`] to finish.
+pub fn handshake<S>(
+    config: Arc<rustls::ServerConfig>,
+) -> impl Fn(S, SocketAddr) -> BoxFuture<'static, Option<(TlsStream<S>, PeerAddr)>> + Send + 'static
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let tls = TlsAcceptor::from(config);
+    move |stream, peer| {
+        let accept = tls.accept(stream);
+        Box::pin(async move {
+            match tokio::time::timeout(HANDSHAKE_TIMEOUT, accept).await {
+                Ok(Ok(s)) => Some((s, PeerAddr(peer))),
+                Ok(Err(e)) => {
+                    tracing::debug!("TLS handshake with {peer} failed: {e}");
+                    None
+                }
+                Err(_) => {
+                    tracing::debug!("TLS handshake with {peer} timed out");
+                    None
                 }
             }
-        });
-        Ok(Self { ready, local, acceptor })
-    }
-}
-
-impl Drop for TlsListener {
-    fn drop(&mut self) {
-        self.acceptor.abort();
-    }
-}
-
-impl axum::serve::Listener for TlsListener {
-    type Io = TlsStream<TcpStream>;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        match self.ready.recv().await {
-            Some(c) => c,
-            // The accept task only ends when the listener is dropped; never yield then.
-            None => std::future::pending().await,
-        }
-    }
-
-    fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        Ok(self.local)
+        })
     }
 }

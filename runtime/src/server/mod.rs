@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod config;
+pub mod connections;
 pub mod endpoint;
 mod framing;
 pub mod health;
@@ -29,6 +30,8 @@ use self::mcp::ServerState;
 
 /// How long open connections get to finish after a shutdown signal.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// Open connections per listener at most (one person's clients need a handful).
+const MAX_CONNECTIONS: usize = 512;
 /// Set by whoever supervises the runtime; echoed on every answer (spec §3) so a
 /// client can tell a restarted runtime from the one it talked to before.
 pub const RUNTIME_GENERATION_ENV: &str = "HERDR_MCP_RUNTIME_GENERATION";
@@ -58,6 +61,8 @@ pub fn router(state: Arc<ServerState>, endpoint: McpEndpoint) -> Router {
 /// Binds every listener (failing fast with a clear error), then serves until
 /// `shutdown` is cancelled; the socket file is removed before returning.
 pub async fn serve(listen: ListenConfig, state: Arc<ServerState>, shutdown: CancellationToken) -> anyhow::Result<()> {
+    // Before any descriptor is opened for a connection; the caps are sized from it.
+    let open_files = connections::raise_open_file_limit();
     let (unix_listener, socket_guard) = unix_socket::bind(&listen.socket_path)?;
     let tcp = match &listen.tcp {
         Some(tcp) => {
@@ -79,19 +84,16 @@ pub async fn serve(listen: ListenConfig, state: Arc<ServerState>, shutdown: Canc
             let tcp_app = app.clone().layer(axum::middleware::from_fn_with_state(guard, auth::guard));
             // Outside the guard, so that its refusals carry the header too.
             let tcp_app = with_runtime_generation(tcp_app, generation.clone());
-            let stop = shutdown.clone();
-            tasks.spawn(async move {
-                axum::serve(listener, tcp_app.into_make_service_with_connect_info::<std::net::SocketAddr>())
-                    .with_graceful_shutdown(stop.cancelled_owned())
-                    .await
-            });
+            // `ConnectInfo<SocketAddr>`: the guard slows repeated 401s down per peer.
+            let limits = listener_limits("tcp", open_files);
+            tasks.spawn(connections::serve(listener, limits, tcp_app, shutdown.clone(), connections::plain));
             Some(addr)
         }
         None => None,
     };
     let app = with_runtime_generation(app, generation);
-    let stop = shutdown.clone();
-    tasks.spawn(async move { axum::serve(unix_listener, app).with_graceful_shutdown(stop.cancelled_owned()).await });
+    let limits = listener_limits("unix", open_files);
+    tasks.spawn(connections::serve(unix_listener, limits, app, shutdown.clone(), connections::plain));
     // The roots in the first line a person sees: a start from the wrong folder shows at once.
     let roots = state.ctx.policy.managed_roots().iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(",");
     tracing::info!(
@@ -120,6 +122,16 @@ pub async fn serve(listen: ListenConfig, state: Arc<ServerState>, shutdown: Canc
     drop(socket_guard);
     tracing::info!("herdr-mcp stopped");
     Ok(())
+}
+
+/// Each listener (Unix socket, TCP) gets its own cap, half of the descriptors the
+/// reserve leaves and at most [`MAX_CONNECTIONS`]: a TCP flood fills only its own.
+fn listener_limits(name: &'static str, open_files: u64) -> connections::Limits {
+    connections::Limits {
+        name,
+        max_connections: connections::cap_for(open_files, 2, MAX_CONNECTIONS),
+        header_read_timeout: connections::HEADER_READ_TIMEOUT,
+    }
 }
 
 /// The value of [`RUNTIME_GENERATION_ENV`] when it is set, not empty and fit for
