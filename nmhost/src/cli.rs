@@ -236,11 +236,31 @@ fn run_command(command: Command) -> Result<i32> {
             };
             let binary = install::resolve_binary(&binary)?;
             let manifest = Manifest::ours(&binary, &origin);
+            let path_env = std::env::var_os("PATH").unwrap_or_default();
+            let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+            let (mut installed, mut refused) = (0, 0);
             for location in locations_for(&target, true)? {
+                // A Snap browser never starts a native host: writing its manifest and saying
+                // "installed" would be false. (A --user-data-dir location names no browser.)
+                let profile = location.dir.parent().unwrap_or(&location.dir);
+                let snap = Browser::parse(&location.label)
+                    .filter(|b| b.len() == 1)
+                    .and_then(|b| b[0].snap_location(&path_env, home.as_deref(), profile));
+                if let Some(at) = snap {
+                    refused += 1;
+                    eprintln!(
+                        "{}: not installed: this {} is a Snap ({}), and Snap confinement does not let a browser start native messaging hosts; use Google Chrome, Brave or a Chromium from a .deb/.rpm package",
+                        location.label,
+                        location.label,
+                        at.display()
+                    );
+                    continue;
+                }
                 let path = install::install_at(&location, &manifest)?;
+                installed += 1;
                 println!("{}: installed {} → {} (origin {origin})", location.label, path.display(), binary.display());
             }
-            Ok(0)
+            Ok(if installed == 0 && refused > 0 { 1 } else { 0 })
         }
         Command::Status { target, json } => {
             let statuses: Vec<_> = locations_for(&target, false)?.iter().map(install::status_at).collect();

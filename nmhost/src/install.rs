@@ -60,6 +60,30 @@ impl Browser {
             .any(|dir| self.programs().iter().any(|program| is_executable(&dir.join(program))))
     }
 
+    /// Where a Snap build of this browser shows itself: the program `path` finds first lives
+    /// in snapd's `snap/bin` (or resolves into `/snap/`), or there is no regular profile folder
+    /// (`profile`, e.g. `~/.config/chromium`) but `~/snap/<name>` exists. A Snap browser cannot start native messaging hosts (its confinement forbids
+    /// executing programs outside the snap), so a manifest for it would never be used.
+    pub fn snap_location(self, path: &std::ffi::OsStr, home: Option<&Path>, profile: &Path) -> Option<PathBuf> {
+        let first = std::env::split_paths(path)
+            .filter(|dir| dir.is_absolute())
+            .find_map(|dir| self.programs().iter().map(|p| dir.join(p)).find(|p| is_executable(p)));
+        if let Some(program) = &first {
+            let real = program.canonicalize().unwrap_or_else(|_| program.clone());
+            if program.parent().is_some_and(|d| d.ends_with("snap/bin")) || real.starts_with("/snap/") {
+                return Some(program.clone());
+            }
+            return None;
+        }
+        let snap_name = match self {
+            Browser::Chromium => "chromium",
+            Browser::Brave => "brave",
+            _ => return None,
+        };
+        let dir = home?.join("snap").join(snap_name);
+        (!profile.is_dir() && dir.is_dir()).then_some(dir)
+    }
+
     pub fn parse(name: &str) -> Option<Vec<Browser>> {
         match name {
             "all" => Some(Browser::ALL.to_vec()),
