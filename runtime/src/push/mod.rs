@@ -147,11 +147,29 @@ pub struct PushBus {
     config: PushConfig,
     inner: Mutex<BusInner>,
     source: RwLock<Option<Arc<dyn PushStateSource>>>,
+    /// Cancelled when the server stops: every open push stream ends at once, so a
+    /// graceful shutdown does not wait out its grace period on them.
+    closed: tokio_util::sync::CancellationToken,
 }
 
 impl PushBus {
     pub fn new(config: PushConfig) -> Self {
-        PushBus { config, inner: Mutex::new(BusInner { seq: 0, clients: vec![] }), source: RwLock::new(None) }
+        PushBus {
+            config,
+            inner: Mutex::new(BusInner { seq: 0, clients: vec![] }),
+            source: RwLock::new(None),
+            closed: tokio_util::sync::CancellationToken::new(),
+        }
+    }
+
+    /// Ends every open push stream (and any opened later); for shutdown.
+    pub fn close(&self) {
+        self.closed.cancel();
+    }
+
+    /// Resolves once [`Self::close`] was called.
+    pub fn closed(&self) -> tokio_util::sync::WaitForCancellationFutureOwned {
+        self.closed.clone().cancelled_owned()
     }
 
     pub fn config(&self) -> &PushConfig {

@@ -27,7 +27,8 @@ fn sse_event(kind: &str, id: Option<u64>, data: &Value) -> Event {
     }
 }
 
-/// `hello` first, then every matching event as it is published.
+/// `hello` first, then every matching event as it is published, until the bus is
+/// closed (the server stopping).
 pub fn event_stream(bus: Arc<PushBus>, filter: Filter) -> impl Stream<Item = Result<Event, Infallible>> + Send {
     // Subscribe before building hello so nothing published in between is lost.
     let subscription = bus.subscribe(filter.clone());
@@ -40,7 +41,8 @@ pub fn event_stream(bus: Arc<PushBus>, filter: Filter) -> impl Stream<Item = Res
         };
         Some((Ok(event), sub))
     });
-    first.chain(rest)
+    let closed = bus.closed();
+    first.chain(rest).take_until(closed)
 }
 
 async fn events(

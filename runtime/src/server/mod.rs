@@ -111,6 +111,10 @@ pub async fn serve(listen: ListenConfig, state: Arc<ServerState>, shutdown: Canc
         done = tasks.join_next() => done,
     };
     shutdown.cancel();
+    // Push streams never end by themselves; end them so the listeners drain now.
+    if let Some(bus) = &state.ctx.services.push {
+        bus.close();
+    }
     if let Some(Ok(Err(e))) = first {
         tracing::error!(error = %e, "listener failed");
     }
