@@ -8,6 +8,9 @@
 //! its own soft `RLIMIT_NOFILE` to the hard limit.
 
 mod common;
+mod edge_support;
+#[path = "edge_support/links.rs"]
+mod links;
 #[path = "edge_support/procs.rs"]
 mod procs;
 
@@ -357,4 +360,59 @@ async fn tcp_flood_does_not_stop_the_edge_health() {
     for (what, t) in ["silent", "half-sent headers", "idle keep-alive"].iter().zip(times) {
         assert!(t.is_some(), "edge: a {what} connection was still open after {CLOSED_BY:?}");
     }
+}
+
+/// Item 10: the header-read timeout is for request heads only. A workstation's
+/// WebSocket link (an upgraded connection) that stays quiet for longer than the
+/// timeout is still the same link afterwards, and a call goes through it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quiet_websocket_link_outlives_the_header_timeout() {
+    use herdr_mcp::edge::clock::SystemClock;
+    use herdr_mcp::edge::devices::DeviceRegistry;
+    use herdr_mcp::edge::store::EdgeStore;
+    use std::sync::Arc;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().to_path_buf();
+    let edge = tokio::task::spawn_blocking(move || procs::EdgeProcess::start(&home)).await.unwrap();
+    let home = tmp.path();
+    let store = Arc::new(EdgeStore::open(&edge.edge_dir, Arc::new(SystemClock)).unwrap());
+    let devices = DeviceRegistry::new(Arc::clone(&store));
+    let pairing = devices.create_pairing(Some(120), None, "test").unwrap();
+    let enrolled = devices.consume_pairing(&pairing.pairing_id, &pairing.code, Some("quiet")).unwrap();
+    let ws = enrolled.device.workstation_id.clone();
+    let runtime = links::runtime(home, "quiet", "q.txt", "through the link\n").await;
+    let _link = links::link(home, &edge.base, &ws, &enrolled.device_secret, &runtime.socket);
+    let link_log = home.join(format!("link-{ws}.log"));
+    let links_made = || std::fs::read_to_string(&link_log).unwrap_or_default().matches(" linked").count();
+    procs::poll("the link", || (links_made() >= 1).then_some(())).await;
+    let linked_at = Instant::now();
+
+    // Quiet past the timeout; a closed link would reconnect and log a second "linked".
+    let quiet = Duration::from_secs(13);
+    while linked_at.elapsed() < quiet {
+        assert_eq!(
+            links_made(),
+            1,
+            "the link was dropped and made again while quiet; link log:\n{}",
+            std::fs::read_to_string(&link_log).unwrap_or_default()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    let bearer = edge_support::Http::new(&edge.base).approved_bearer(&store).await;
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", edge.base)).auth_header(bearer);
+    let client = ().serve(StreamableHttpClientTransport::from_config(config)).await.expect("rmcp client to the edge");
+    let mut params = rmcp::model::CallToolRequestParams::new("herdr_fs_read".to_string());
+    params.arguments =
+        json!({"device": enrolled.device.device_id, "path": runtime.root.join("q.txt")}).as_object().cloned();
+    let read = serde_json::to_value(client.call_tool(params).await.unwrap()).unwrap();
+    eprintln!(
+        "observed after {:?} quiet: {} link(s) made, call through the link: {}",
+        linked_at.elapsed(),
+        links_made(),
+        read["structuredContent"]
+    );
+    assert_eq!(read["structuredContent"]["content"], "through the link\n", "{read}");
+    assert_eq!(links_made(), 1, "the link was made again");
 }

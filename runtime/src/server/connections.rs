@@ -62,7 +62,7 @@ pub fn raise_open_file_limit() -> u64 {
             tracing::warn!(soft = lim.rlim_cur, "cannot raise the open-file limit: {}", io::Error::last_os_error());
         }
     }
-    lim.rlim_cur as u64
+    lim.rlim_cur
 }
 
 /// The cap for one of `listeners` listeners sharing `open_file_limit`
