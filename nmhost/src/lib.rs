@@ -15,6 +15,7 @@ pub mod install;
 pub mod messages;
 pub mod origin;
 pub mod outbox;
+pub mod platform;
 pub mod runtime_client;
 pub mod session;
 pub mod socket_path;

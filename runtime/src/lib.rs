@@ -12,6 +12,7 @@ pub mod exec;
 pub mod herdr;
 pub mod link;
 pub mod mcp_discover;
+pub mod platform;
 pub mod policy;
 pub mod push;
 pub mod runtime_info;

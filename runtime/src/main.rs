@@ -124,6 +124,10 @@ struct ServeArgs {
 }
 
 fn main() -> ExitCode {
+    if let Some(refusal) = herdr_mcp::platform::unsupported(std::env::consts::OS) {
+        eprintln!("herdr-mcp: {refusal}");
+        return ExitCode::FAILURE;
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => match serve(args) {
