@@ -131,6 +131,12 @@ pub struct EdgeServeArgs {
     #[arg(long = "mcp-allowed-origin", value_name = "ORIGIN", env = "HERDR_EDGE_MCP_ALLOWED_ORIGINS",
           value_delimiter = ',')]
     pub mcp_allowed_origin: Vec<String>,
+    /// Workstation links held at most. Past it a new link is refused (WebSocket
+    /// close 1013 "edge_capacity_exceeded", logged) and retries later, while
+    /// /health, /mcp and the links already held go on
+    #[arg(long = "max-links", value_name = "N", env = "HERDR_EDGE_MAX_LINKS",
+          default_value_t = super::link_hub::DEFAULT_MAX_LINKS as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_links: u64,
     #[command(flatten)]
     pub state: StateDirArg,
 }
@@ -186,6 +192,7 @@ fn serve(args: EdgeServeArgs) -> anyhow::Result<()> {
     let (catalog, contract) = local_runtime_contract();
     let devices = Arc::new(DeviceRegistry::new(Arc::clone(&store)));
     let hub = LinkHub::new(Arc::clone(&devices) as Arc<dyn super::link_hub_auth::LinkAuthenticator>, contract, Arc::clone(&store));
+    hub.set_max_links(usize::try_from(args.max_links).unwrap_or(usize::MAX));
     let revocations = devices.subscribe_revocations();
     let router = LinkRouter::new(Arc::clone(&hub), Arc::clone(&store), catalog);
     let limits = super::ratelimit::SourceLimits::with_trusted_proxies(args.trusted_proxy.clone());

@@ -173,7 +173,7 @@ pub(crate) fn bump_generation(tx: &Transaction<'_>) -> rusqlite::Result<()> {
 pub(crate) fn load_device(tx: &Transaction<'_>, column: &str, value: &str) -> rusqlite::Result<Option<Device>> {
     // `column` is one of two literals chosen in this module, never input.
     debug_assert!(column == "device_id" || column == "workstation_id");
-    tx.query_row(&format!("SELECT {DEVICE_COLUMNS} FROM devices WHERE {column} = ?1"), [value], device_from_row).optional()
+    tx.prepare_cached(&format!("SELECT {DEVICE_COLUMNS} FROM devices WHERE {column} = ?1"))?.query_row([value], device_from_row).optional()
 }
 
 /// `dev_` + a ULID (48-bit millisecond time, 80 random bits, Crockford base32), so
@@ -278,9 +278,48 @@ impl DeviceRegistry {
         })
     }
 
+    /// The device whose link key is `workstation_id` (a unique index).
+    pub fn device_by_workstation(&self, workstation_id: &str) -> rusqlite::Result<Option<Device>> {
+        self.store.read(|tx| load_device(tx, "workstation_id", workstation_id))
+    }
+
+    /// Devices not revoked called `name` now (the name index), oldest enrollment first.
+    pub fn devices_named(&self, name: &str) -> rusqlite::Result<Vec<Device>> {
+        self.store.read(|tx| {
+            let sql = format!(
+                "SELECT {DEVICE_COLUMNS} FROM devices WHERE name = ?1 AND authorization != 'revoked' ORDER BY enrolled_at_ms, device_id"
+            );
+            tx.prepare_cached(&sql)?.query_map([name], device_from_row)?.collect()
+        })
+    }
+
+    /// Devices not revoked once called `name` (the alias table), oldest enrollment first.
+    pub fn devices_once_named(&self, name: &str) -> rusqlite::Result<Vec<Device>> {
+        self.store.read(|tx| {
+            let columns = DEVICE_COLUMNS.split(',').map(|c| format!("d.{}", c.trim())).collect::<Vec<_>>().join(", ");
+            let sql = format!(
+                "SELECT {columns} FROM device_aliases a JOIN devices d ON d.device_id = a.device_id
+                 WHERE a.alias = ?1 AND d.authorization != 'revoked' ORDER BY d.enrolled_at_ms, d.device_id"
+            );
+            tx.prepare_cached(&sql)?.query_map([name], device_from_row)?.collect()
+        })
+    }
+
+    /// Up to `limit` routable devices (active, scheduling enabled), oldest
+    /// enrollment first; the enrollment index stops the scan at `limit`.
+    pub fn routable_devices(&self, limit: usize) -> rusqlite::Result<Vec<Device>> {
+        self.store.read(|tx| {
+            let sql = format!(
+                "SELECT {DEVICE_COLUMNS} FROM devices INDEXED BY devices_enrolled
+                 WHERE authorization = 'active' AND scheduling = 'enabled' ORDER BY enrolled_at_ms, device_id LIMIT ?1"
+            );
+            tx.prepare_cached(&sql)?.query_map([limit as i64], device_from_row)?.collect()
+        })
+    }
+
     /// The registry generation (see the module documentation): one cheap read.
     pub fn generation(&self) -> rusqlite::Result<i64> {
-        self.store.read(|tx| tx.query_row("SELECT generation FROM device_registry_state WHERE id = 1", [], |r| r.get(0)))
+        self.store.read(|tx| tx.prepare_cached("SELECT generation FROM device_registry_state WHERE id = 1")?.query_row([], |r| r.get(0)))
     }
 
     pub fn device(&self, device_id: &str) -> rusqlite::Result<Option<Device>> {
@@ -322,9 +361,10 @@ impl DeviceRegistry {
             d.updated_at_ms = now;
             d.name_source = "rename".into();
             tx.execute(
-                "UPDATE devices SET name = ?2, aliases = ?3, updated_at_ms = ?4, name_source = 'rename' WHERE device_id = ?1",
-                params![d.device_id, d.name, serde_json::to_string(&d.aliases).unwrap_or_else(|_| "[]".into()), now],
+                "UPDATE devices SET name = ?2, updated_at_ms = ?3, name_source = 'rename' WHERE device_id = ?1",
+                params![d.device_id, d.name, now],
             )?;
+            write_aliases(tx, &d.device_id, &d.aliases)?;
             Ok(d)
         })
     }
@@ -354,6 +394,21 @@ impl DeviceRegistry {
         let _ = self.revoked.send(DeviceRevoked { device_id: device.device_id.clone(), workstation_id: device.workstation_id.clone() });
         Ok(device)
     }
+}
+
+/// Stores a device's earlier names: the JSON column the record shows and the
+/// alias table routing looks names up in, always together.
+pub(crate) fn write_aliases(tx: &Transaction<'_>, device_id: &str, aliases: &[String]) -> rusqlite::Result<()> {
+    tx.execute(
+        "UPDATE devices SET aliases = ?2 WHERE device_id = ?1",
+        params![device_id, serde_json::to_string(aliases).unwrap_or_else(|_| "[]".into())],
+    )?;
+    tx.execute("DELETE FROM device_aliases WHERE device_id = ?1", [device_id])?;
+    let mut insert = tx.prepare_cached("INSERT OR IGNORE INTO device_aliases (alias, device_id) VALUES (?1, ?2)")?;
+    for alias in aliases {
+        insert.execute(params![alias, device_id])?;
+    }
+    Ok(())
 }
 
 /// Creates a device and its credential inside the caller's transaction (pairing).

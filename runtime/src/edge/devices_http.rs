@@ -19,6 +19,7 @@
 // add an allocation on these rare paths.
 #![allow(clippy::result_large_err)]
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Router;
@@ -207,17 +208,18 @@ async fn list(State(s): State<Arc<EdgeState>>, headers: HeaderMap) -> Response {
             return fail(500, "device_registry_unavailable", "the device registry cannot be read");
         }
     };
-    let rows: Vec<Value> = devices.iter().map(|d| with_liveness(d, &live)).collect();
+    // Indexed by id once, so the join is linear in the rows it returns.
+    let live: HashMap<&str, &Value> = live.iter().filter_map(|r| Some((r["device_id"].as_str()?, r))).collect();
+    let rows: Vec<Value> = devices.iter().map(|d| with_liveness(d, live.get(d.device_id.as_str()).copied())).collect();
     json_response(200, json!({"ok": true, "devices": rows, "observed_at_ms": s.store.now_ms()}))
 }
 
 /// A registry record plus the live fields of its `herdr_devices` row (spec §9:
 /// `connection`, `last_seen_ago_ms`, `active_requests`, the runtime); a device
 /// the router has no row for has no link, so it gets the offline values.
-fn with_liveness(d: &Device, live: &[Value]) -> Value {
+fn with_liveness(d: &Device, found: Option<&Value>) -> Value {
     let mut row = serde_json::to_value(d).unwrap_or_else(|_| json!({"device_id": d.device_id}));
     let offline = live_fields(None, None, 0);
-    let found = live.iter().find(|r| r["device_id"] == d.device_id.as_str());
     if let Some(obj) = row.as_object_mut() {
         for (key, default) in offline {
             let value = found.and_then(|r| r.get(&key)).cloned().unwrap_or(default);

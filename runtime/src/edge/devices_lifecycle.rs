@@ -93,10 +93,8 @@ pub(crate) fn rekey(tx: &Transaction<'_>, device_id: &str, name: Option<&str>, n
         aliases.push(d.name.clone());
         let excess = aliases.len().saturating_sub(super::devices::MAX_ALIASES);
         aliases.drain(..excess);
-        tx.execute(
-            "UPDATE devices SET name = ?2, aliases = ?3, name_source = 'rename' WHERE device_id = ?1",
-            params![device_id, n, serde_json::to_string(&aliases).unwrap_or_else(|_| "[]".into())],
-        )?;
+        tx.execute("UPDATE devices SET name = ?2, name_source = 'rename' WHERE device_id = ?1", params![device_id, n])?;
+        super::devices::write_aliases(tx, device_id, &aliases)?;
     }
     bump_generation(tx)?;
     let device = load_device(tx, "device_id", device_id)?.ok_or_else(|| DeviceError::NotFound(device_id.to_string()))?;

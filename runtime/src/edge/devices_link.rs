@@ -29,6 +29,26 @@ impl LinkAuthenticator for DeviceRegistry {
         DeviceRegistry::list_devices(self).map(|all| all.into_iter().map(info).collect()).map_err(|e| e.to_string())
     }
 
+    fn device_by_workstation(&self, workstation_id: &str) -> Result<Option<DeviceInfo>, String> {
+        DeviceRegistry::device_by_workstation(self, workstation_id).map(|d| d.map(info)).map_err(|e| e.to_string())
+    }
+
+    fn device_by_id(&self, device_id: &str) -> Result<Option<DeviceInfo>, String> {
+        self.device(device_id).map(|d| d.map(info)).map_err(|e| e.to_string())
+    }
+
+    fn devices_named(&self, name: &str) -> Result<Vec<DeviceInfo>, String> {
+        DeviceRegistry::devices_named(self, name).map(|all| all.into_iter().map(info).collect()).map_err(|e| e.to_string())
+    }
+
+    fn devices_once_named(&self, name: &str) -> Result<Vec<DeviceInfo>, String> {
+        DeviceRegistry::devices_once_named(self, name).map(|all| all.into_iter().map(info).collect()).map_err(|e| e.to_string())
+    }
+
+    fn routable_devices(&self, limit: usize) -> Result<Vec<DeviceInfo>, String> {
+        DeviceRegistry::routable_devices(self, limit).map(|all| all.into_iter().map(info).collect()).map_err(|e| e.to_string())
+    }
+
     fn registry_generation(&self) -> Result<Option<i64>, String> {
         self.generation().map(Some).map_err(|e| e.to_string())
     }

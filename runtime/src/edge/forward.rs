@@ -18,7 +18,8 @@ use serde_json::{Map, Value};
 use super::forward_errors::Failure;
 use super::forward_idem;
 use super::forward_pending::{self, Claim, PendingError};
-use super::forward_route::{resolve, resolve_bound, take_selectors, wrap_refs};
+use super::forward_route::{Directory, resolve_bound_in, resolve_in, take_selectors, wrap_refs};
+use super::link_hub_auth::DeviceInfo;
 use super::link_hub::{LinkHub, Outcome};
 use super::mcp::WorkstationRouter;
 use super::relay::{self, Cancel, DeliveryState, Frame, ToolRequest};
@@ -60,15 +61,12 @@ impl LinkRouter {
             _ => Map::new(),
         };
         let (selector, ref_device) = take_selectors(&mut args)?;
-        let devices = self
-            .hub
-            .authenticator()
-            .list_devices()
-            .map_err(|e| Failure::new("device_registry_unavailable", e, true, DeliveryState::NotDelivered))?;
-        let online = |ws: &str| self.hub.link(ws).is_some();
+        // Indexed lookups in the registry and the hub: a call costs the same
+        // whether ten devices are enrolled or ten thousand.
+        let dir = HubDirectory(&self.hub);
         let route = match principal.device_id.as_deref() {
-            Some(bound) => resolve_bound(&devices, bound, selector.as_deref(), ref_device.as_deref(), online)?,
-            None => resolve(&devices, selector.as_deref(), ref_device.as_deref(), online)?,
+            Some(bound) => resolve_bound_in(&dir, bound, selector.as_deref(), ref_device.as_deref())?,
+            None => resolve_in(&dir, selector.as_deref(), ref_device.as_deref())?,
         };
         let ws = route.device.workstation_id.clone();
         let is_read = READ_TOOLS.contains(&name);
@@ -178,6 +176,31 @@ impl LinkRouter {
                 )))
             }
         }
+    }
+}
+
+/// Routing's view of the registry (indexed reads) and the hub's live links.
+struct HubDirectory<'a>(&'a LinkHub);
+
+fn registry_unavailable(e: String) -> Failure {
+    Failure::new("device_registry_unavailable", e, true, DeliveryState::NotDelivered)
+}
+
+impl Directory for HubDirectory<'_> {
+    fn by_id(&self, device_id: &str) -> Result<Option<DeviceInfo>, Failure> {
+        self.0.authenticator().device_by_id(device_id).map_err(registry_unavailable)
+    }
+    fn named(&self, name: &str) -> Result<Vec<DeviceInfo>, Failure> {
+        self.0.authenticator().devices_named(name).map_err(registry_unavailable)
+    }
+    fn once_named(&self, name: &str) -> Result<Vec<DeviceInfo>, Failure> {
+        self.0.authenticator().devices_once_named(name).map_err(registry_unavailable)
+    }
+    fn routable(&self, limit: usize) -> Result<Vec<DeviceInfo>, Failure> {
+        self.0.authenticator().routable_devices(limit).map_err(registry_unavailable)
+    }
+    fn live_routable(&self, limit: usize) -> Result<Vec<DeviceInfo>, Failure> {
+        self.0.live_routable(limit).map_err(registry_unavailable)
     }
 }
 

@@ -136,31 +136,78 @@ fn usable(d: &DeviceInfo) -> Result<(), Failure> {
     }
 }
 
-/// Resolves the route. `online` tells whether a workstation has a live link.
+/// Candidates named in a `device_ambiguous` answer at most.
+pub const MAX_CANDIDATES: usize = 32;
+
+/// Where routing looks devices up: indexed reads, none of which lists the
+/// fleet (the edge's is [`super::forward::LinkRouter`]'s registry plus hub; a
+/// slice of devices serves tests).
+pub trait Directory {
+    /// The device with this id, revoked included.
+    fn by_id(&self, device_id: &str) -> Result<Option<DeviceInfo>, Failure>;
+    /// Devices not revoked called `name` now.
+    fn named(&self, name: &str) -> Result<Vec<DeviceInfo>, Failure>;
+    /// Devices not revoked once called `name`.
+    fn once_named(&self, name: &str) -> Result<Vec<DeviceInfo>, Failure>;
+    /// Up to `limit` routable devices.
+    fn routable(&self, limit: usize) -> Result<Vec<DeviceInfo>, Failure>;
+    /// Up to `limit` routable devices that have a live link.
+    fn live_routable(&self, limit: usize) -> Result<Vec<DeviceInfo>, Failure>;
+}
+
+/// A [`Directory`] over a list of devices and an `online` test.
+pub struct Listed<'a, F> {
+    pub devices: &'a [DeviceInfo],
+    pub online: F,
+}
+
+impl<F: Fn(&str) -> bool> Directory for Listed<'_, F> {
+    fn by_id(&self, device_id: &str) -> Result<Option<DeviceInfo>, Failure> {
+        Ok(self.devices.iter().find(|d| d.device_id == device_id).cloned())
+    }
+    fn named(&self, name: &str) -> Result<Vec<DeviceInfo>, Failure> {
+        Ok(self.devices.iter().filter(|d| d.authorization != "revoked" && d.name == name).cloned().collect())
+    }
+    fn once_named(&self, name: &str) -> Result<Vec<DeviceInfo>, Failure> {
+        Ok(self.devices.iter().filter(|d| d.authorization != "revoked" && d.aliases.iter().any(|a| a == name)).cloned().collect())
+    }
+    fn routable(&self, limit: usize) -> Result<Vec<DeviceInfo>, Failure> {
+        Ok(self.devices.iter().filter(|d| usable(d).is_ok()).take(limit).cloned().collect())
+    }
+    fn live_routable(&self, limit: usize) -> Result<Vec<DeviceInfo>, Failure> {
+        Ok(self.devices.iter().filter(|d| usable(d).is_ok() && (self.online)(&d.workstation_id)).take(limit).cloned().collect())
+    }
+}
+
+/// Resolves the route over a list of devices. `online` tells whether a
+/// workstation has a live link.
 pub fn resolve(
     devices: &[DeviceInfo],
     selector: Option<&str>,
     ref_device: Option<&str>,
     online: impl Fn(&str) -> bool,
 ) -> Result<Route, Failure> {
+    resolve_in(&Listed { devices, online }, selector, ref_device)
+}
+
+/// Resolves the route with a few lookups in `dir`, whatever the fleet's size.
+pub fn resolve_in(dir: &dyn Directory, selector: Option<&str>, ref_device: Option<&str>) -> Result<Route, Failure> {
     if let Some(sel) = selector {
         // An id, else a current name, else an earlier name (the model may still
         // use the one it saw before a rename); a current name always wins over
         // another device's old one.
-        let named = |d: &&DeviceInfo| d.authorization != "revoked" && d.name == sel;
-        let was_named = |d: &&DeviceInfo| d.authorization != "revoked" && d.aliases.iter().any(|a| a == sel);
-        let mut matches: Vec<&DeviceInfo> = devices.iter().filter(|d| d.device_id == sel).collect();
+        let mut matches: Vec<DeviceInfo> = dir.by_id(sel)?.into_iter().collect();
         if matches.is_empty() {
-            matches = devices.iter().filter(named).collect();
+            matches = dir.named(sel)?;
         }
         if matches.is_empty() {
-            matches = devices.iter().filter(was_named).collect();
+            matches = dir.once_named(sel)?;
         }
-        let device = match matches.as_slice() {
-            [] => return Err(Failure::refused("device_not_found", format!("no device is called {sel:?}; see herdr_devices"))),
-            [one] => *one,
-            many => {
-                let ids: Vec<&str> = many.iter().map(|d| d.device_id.as_str()).collect();
+        let device = match matches.len() {
+            0 => return Err(Failure::refused("device_not_found", format!("no device is called {sel:?}; see herdr_devices"))),
+            1 => matches.pop().unwrap_or_else(|| unreachable!()),
+            _ => {
+                let ids: Vec<&str> = matches.iter().take(MAX_CANDIDATES).map(|d| d.device_id.as_str()).collect();
                 return Err(Failure::refused("device_ambiguous", format!("several devices are called {sel:?}; pass a device_id"))
                     .with_details(json!({"candidates": ids})));
             }
@@ -168,30 +215,31 @@ pub fn resolve(
         if ref_device.is_some_and(|r| r != device.device_id) {
             return Err(Failure::refused("device_ref_conflict", "the device argument and the ref name different devices"));
         }
-        usable(device)?;
-        return Ok(Route { device: device.clone(), reason: "explicit_device" });
+        usable(&device)?;
+        return Ok(Route { device, reason: "explicit_device" });
     }
     if let Some(r) = ref_device {
-        let device = devices
-            .iter()
-            .find(|d| d.device_id == r)
+        let device = dir
+            .by_id(r)?
             .ok_or_else(|| Failure::refused("device_not_found", format!("the ref names device {r}, which is not enrolled")))?;
-        usable(device)?;
-        return Ok(Route { device: device.clone(), reason: "device_ref" });
+        usable(&device)?;
+        return Ok(Route { device, reason: "device_ref" });
     }
-    let enrolled: Vec<&DeviceInfo> = devices.iter().filter(|d| usable(d).is_ok()).collect();
-    let live: Vec<&DeviceInfo> = enrolled.iter().copied().filter(|d| online(&d.workstation_id)).collect();
-    match (live.as_slice(), enrolled.as_slice()) {
-        ([one], _) => Ok(Route { device: (*one).clone(), reason: "single_available_device" }),
-        ([], []) => Err(Failure::refused("device_not_found", "no device is enrolled with this edge")),
+    let mut live = dir.live_routable(MAX_CANDIDATES)?;
+    if live.len() == 1 {
+        return Ok(Route { device: live.remove(0), reason: "single_available_device" });
+    }
+    if live.len() > 1 {
+        let ids: Vec<&str> = live.iter().map(|d| d.device_id.as_str()).collect();
+        return Err(Failure::refused("device_ambiguous", "several devices are online; pass device (see herdr_devices)")
+            .with_details(json!({"candidates": ids})));
+    }
+    let mut enrolled = dir.routable(2)?;
+    match enrolled.len() {
+        0 => Err(Failure::refused("device_not_found", "no device is enrolled with this edge")),
         // One enrolled device that is offline: name it, so the answer is "offline".
-        ([], [one]) => Ok(Route { device: (*one).clone(), reason: "single_available_device" }),
-        ([], _) => Err(Failure::new("workstation_offline", "no enrolled device has a live link", true, super::relay::DeliveryState::NotDelivered)),
-        (many, _) => {
-            let ids: Vec<&str> = many.iter().map(|d| d.device_id.as_str()).collect();
-            Err(Failure::refused("device_ambiguous", "several devices are online; pass device (see herdr_devices)")
-                .with_details(json!({"candidates": ids})))
-        }
+        1 => Ok(Route { device: enrolled.remove(0), reason: "single_available_device" }),
+        _ => Err(Failure::new("workstation_offline", "no enrolled device has a live link", true, super::relay::DeliveryState::NotDelivered)),
     }
 }
 
@@ -205,6 +253,11 @@ pub fn resolve_bound(
     ref_device: Option<&str>,
     online: impl Fn(&str) -> bool,
 ) -> Result<Route, Failure> {
+    resolve_bound_in(&Listed { devices, online }, bound, selector, ref_device)
+}
+
+/// [`resolve_bound`] with lookups in `dir`.
+pub fn resolve_bound_in(dir: &dyn Directory, bound: &str, selector: Option<&str>, ref_device: Option<&str>) -> Result<Route, Failure> {
     let not_allowed = |what: &str| {
         Failure::refused("device_not_allowed", format!("this automation token may only reach device {bound}, not {what}"))
             .with_details(json!({"bound_device_id": bound}))
@@ -212,7 +265,7 @@ pub fn resolve_bound(
     if let Some(r) = ref_device.filter(|r| *r != bound) {
         return Err(not_allowed(r));
     }
-    match resolve(devices, Some(selector.unwrap_or(bound)), ref_device, online) {
+    match resolve_in(dir, Some(selector.unwrap_or(bound)), ref_device) {
         Ok(route) if route.device.device_id == bound => Ok(Route { reason: "automation_device", ..route }),
         Ok(route) => Err(not_allowed(&route.device.device_id)),
         // The bound device itself is gone or unusable: say so as for anyone.

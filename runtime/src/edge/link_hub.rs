@@ -8,7 +8,7 @@
 //! timeout.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicI64, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, broadcast, mpsc, oneshot};
 
 use super::devices::DeviceRevoked;
-use super::link_hub_auth::{DeviceInfo, LinkAuthenticator};
+use super::link_hub_auth::{DeviceInfo, LinkAuthenticator, is_routable};
 use super::relay::{self, Frame, Hello, RuntimeIdentity, ToolError, ToolResult};
 use super::store::EdgeStore;
 
@@ -25,6 +25,15 @@ pub const STALE_AFTER: Duration = Duration::from_secs(45);
 /// How often, at most, a live link's last-heard time is written to the registry
 /// (spec §8: 5 min); it is also written when the link comes up and when it ends.
 pub const PERSIST_SEEN_EVERY: Duration = Duration::from_secs(5 * 60);
+
+/// Links one edge process holds at most unless configured otherwise
+/// (`edge serve --max-links`, `HERDR_EDGE_MAX_LINKS`): what the bench shows
+/// 2 cores carry idle with room left for calls.
+pub const DEFAULT_MAX_LINKS: usize = 10_000;
+/// How often at most the "link cap reached" warning is repeated while it lasts.
+const CAP_WARNING_EVERY_MS: i64 = 10_000;
+/// The generation a link was never checked at.
+const NEVER_CHECKED: i64 = i64::MIN;
 
 /// How a forwarded request ended.
 #[derive(Debug)]
@@ -61,6 +70,9 @@ pub struct LinkConn {
     /// Whether the link's local runtime answered, from its last `status` report:
     /// 0 not reported yet, 1 healthy, 2 not.
     healthy: AtomicU8,
+    /// The registry generation at which this link's device was last found
+    /// admissible; a heartbeat re-reads the device only when the generation moved.
+    checked_generation: AtomicI64,
 }
 
 impl LinkConn {
@@ -77,6 +89,7 @@ impl LinkConn {
             runtime: Mutex::new(runtime),
             reported_active: Mutex::new(None),
             healthy: AtomicU8::new(0),
+            checked_generation: AtomicI64::new(NEVER_CHECKED),
         }
     }
 
@@ -193,6 +206,24 @@ pub struct LinkHub {
     /// a link admitted just before a change it already saw is checked too.
     registrations: AtomicU64,
     changed: Notify,
+    /// Sockets holding a link slot, from the accepted upgrade to the end of the
+    /// socket task (see [`LinkSlot`]); at most `max_links` unless a workstation
+    /// replaces its own link.
+    held: AtomicUsize,
+    max_links: AtomicUsize,
+    refused: AtomicU64,
+    last_cap_warning_ms: AtomicI64,
+}
+
+/// A socket's place under the link cap, given back when dropped.
+pub struct LinkSlot {
+    hub: Arc<LinkHub>,
+}
+
+impl Drop for LinkSlot {
+    fn drop(&mut self) {
+        self.hub.held.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl LinkHub {
@@ -211,7 +242,57 @@ impl LinkHub {
             next_conn: AtomicU64::new(1),
             registrations: AtomicU64::new(0),
             changed: Notify::new(),
+            held: AtomicUsize::new(0),
+            max_links: AtomicUsize::new(DEFAULT_MAX_LINKS),
+            refused: AtomicU64::new(0),
+            last_cap_warning_ms: AtomicI64::new(i64::MIN),
         })
+    }
+
+    /// Sets the link cap (at least 1).
+    pub fn set_max_links(&self, max: usize) {
+        self.max_links.store(max.max(1), Ordering::SeqCst);
+    }
+
+    pub fn max_links(&self) -> usize {
+        self.max_links.load(Ordering::SeqCst)
+    }
+
+    /// Links registered now.
+    pub fn link_count(&self) -> usize {
+        lock(&self.links).len()
+    }
+
+    /// Links refused at the cap since start.
+    pub fn refused_at_cap(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+
+    /// A place under the link cap for a new socket of `workstation_id`, or `None`
+    /// (logged, at most every 10 s) when the edge holds its maximum. A workstation
+    /// that has a link already always gets one: its new socket replaces the old.
+    pub fn reserve_slot(self: &Arc<Self>, workstation_id: &str) -> Option<LinkSlot> {
+        let max = self.max_links();
+        let taken = self.held.fetch_add(1, Ordering::SeqCst);
+        if taken >= max && self.link(workstation_id).is_none() {
+            self.held.fetch_sub(1, Ordering::SeqCst);
+            let refused = self.refused.fetch_add(1, Ordering::Relaxed) + 1;
+            let now = self.now_ms();
+            let last = self.last_cap_warning_ms.load(Ordering::Relaxed);
+            if now.saturating_sub(last) >= CAP_WARNING_EVERY_MS
+                && self.last_cap_warning_ms.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+            {
+                tracing::warn!(
+                    workstation = %workstation_id,
+                    links = self.link_count(),
+                    max_links = max,
+                    refused_so_far = refused,
+                    "link refused: this edge holds its maximum of {max} links (--max-links / HERDR_EDGE_MAX_LINKS); /health and /mcp go on for the links it has"
+                );
+            }
+            return None;
+        }
+        Some(LinkSlot { hub: Arc::clone(self) })
     }
 
     pub fn authenticator(&self) -> &dyn LinkAuthenticator {
@@ -251,11 +332,21 @@ impl LinkHub {
     /// newer socket retires the older), and its waiting requests are dropped.
     pub(crate) fn register(&self, conn: Arc<LinkConn>) {
         self.persist_seen(&conn, true);
+        let conn_ws = conn.device.workstation_id.clone();
         let old = lock(&self.links).insert(conn.device.workstation_id.clone(), conn);
         self.registrations.fetch_add(1, Ordering::SeqCst);
         if let Some(old) = old {
             old.close(relay::close::SUPERSEDED, "a newer link of this workstation took over");
             old.drop_all(false);
+        }
+        // Admitted against the registry as it was when the credential was checked;
+        // a change committed since (which a re-check of all links may already have
+        // passed over) is caught here, for this one device.
+        let conn = self.link(&conn_ws);
+        if let Some(conn) = conn
+            && let Err(e) = self.recheck_link(&conn)
+        {
+            tracing::warn!(workstation = %conn_ws, "device registry unreadable while admitting a link: {e}");
         }
         self.changed.notify_waiters();
     }
@@ -309,39 +400,93 @@ impl LinkHub {
     /// device for good (tombstone), a suspended one until it is resumed, and one
     /// whose credential was replaced (recovered by a pairing) because the link
     /// still holds the dead one. In-flight work on a closed link settles as
-    /// `link_auth_failed`. Returns how many links were closed.
+    /// `link_auth_failed`. Returns how many links were closed. One read of the
+    /// registry and one pass over the links: run when the registry generation
+    /// moved, never per frame.
     pub fn recheck(&self) -> Result<usize, String> {
-        let devices = self.auth.list_devices()?;
+        let generation = self.auth.registry_generation()?;
+        let devices: HashMap<String, DeviceInfo> =
+            self.auth.list_devices()?.into_iter().map(|d| (d.workstation_id.clone(), d)).collect();
         let live: Vec<Arc<LinkConn>> = lock(&self.links).values().cloned().collect();
         let mut closed = 0;
         for conn in live {
-            let ws = &conn.device.workstation_id;
-            let now = devices.iter().find(|d| d.workstation_id == *ws);
-            let reason = match now {
-                None => "device revoked",
-                Some(d) if d.authorization == "revoked" => "device revoked",
-                Some(d) if d.authorization == "suspended" => "device suspended",
-                Some(d) if d.credential_id != conn.device.credential_id => "device credential replaced",
-                Some(_) => continue,
-            };
-            closed += 1;
-            if reason == "device revoked" {
-                self.revoke(ws);
-                continue;
+            if self.judge(&conn, devices.get(&conn.device.workstation_id)) {
+                closed += 1;
+            } else if let Some(g) = generation {
+                conn.checked_generation.store(g, Ordering::Relaxed);
             }
-            let mut links = lock(&self.links);
-            if links.get(ws).is_some_and(|c| c.conn_id == conn.conn_id) {
-                links.remove(ws);
-            }
-            drop(links);
-            conn.drop_all(true);
-            conn.close(relay::close::DEVICE_REVOKED, reason);
-            tracing::info!(workstation = %ws, conn = conn.conn_id, "link closed: {reason}");
         }
         if closed > 0 {
             self.changed.notify_waiters();
         }
         Ok(closed)
+    }
+
+    /// [`Self::recheck`] for one link (a heartbeat, a new link): nothing when the
+    /// registry generation has not moved since the link was last found
+    /// admissible, else one indexed read of its device. A registry without a
+    /// generation is read every time, still for this device only. True when the
+    /// link was closed.
+    pub fn recheck_link(&self, conn: &LinkConn) -> Result<bool, String> {
+        let generation = self.auth.registry_generation()?;
+        if generation.is_some_and(|g| conn.checked_generation.load(Ordering::Relaxed) == g) {
+            return Ok(false);
+        }
+        let now = self.auth.device_by_workstation(&conn.device.workstation_id)?;
+        if self.judge(conn, now.as_ref()) {
+            self.changed.notify_waiters();
+            return Ok(true);
+        }
+        if let Some(g) = generation {
+            conn.checked_generation.store(g, Ordering::Relaxed);
+        }
+        Ok(false)
+    }
+
+    /// Closes `conn` when `now` (its device in the registry) no longer admits it;
+    /// true when it did.
+    fn judge(&self, conn: &LinkConn, now: Option<&DeviceInfo>) -> bool {
+        let ws = &conn.device.workstation_id;
+        let reason = match now {
+            None => "device revoked",
+            Some(d) if d.authorization == "revoked" => "device revoked",
+            Some(d) if d.authorization == "suspended" => "device suspended",
+            Some(d) if d.credential_id != conn.device.credential_id => "device credential replaced",
+            Some(_) => return false,
+        };
+        if reason == "device revoked" {
+            self.revoke(ws);
+            return true;
+        }
+        let mut links = lock(&self.links);
+        if links.get(ws).is_some_and(|c| c.conn_id == conn.conn_id) {
+            links.remove(ws);
+        }
+        drop(links);
+        conn.drop_all(true);
+        conn.close(relay::close::DEVICE_REVOKED, reason);
+        tracing::info!(workstation = %ws, conn = conn.conn_id, "link closed: {reason}");
+        true
+    }
+
+    /// Up to `limit` devices with a live link whose device, as the registry says
+    /// now, may be routed to. Reads the registry for the few links it looks at,
+    /// not for the fleet: links of devices that may not be routed to are closed by
+    /// the re-checks, so the first ones looked at are nearly always the answer.
+    pub fn live_routable(&self, limit: usize) -> Result<Vec<DeviceInfo>, String> {
+        let mut out = Vec::new();
+        // The registry is read under the links' lock; nothing that holds the
+        // store's lock ever takes this one, and it is only a few indexed reads.
+        let links = lock(&self.links);
+        for c in links.values().filter(|c| is_routable(&c.device)) {
+            if out.len() >= limit {
+                break;
+            }
+            if let Some(d) = self.auth.device_by_workstation(&c.device.workstation_id)?.filter(is_routable) {
+                out.push(d);
+            }
+        }
+        Ok(out)
     }
 
     /// Closes every link (edge shutdown).

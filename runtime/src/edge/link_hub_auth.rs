@@ -30,6 +30,11 @@ pub struct DeviceInfo {
     pub last_seen_ms: Option<i64>,
 }
 
+/// Whether calls may be routed to `d`: active and with scheduling enabled.
+pub fn is_routable(d: &DeviceInfo) -> bool {
+    d.authorization == "active" && d.scheduling == "enabled"
+}
+
 /// Why a link credential is refused (the registry's and the hub's one answer).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LinkAuthError {
@@ -62,7 +67,30 @@ pub trait LinkAuthenticator: Send + Sync {
     /// Checks a link credential for `workstation_id`; the device it belongs to.
     fn verify_link(&self, workstation_id: &str, secret: &str) -> Result<DeviceInfo, LinkAuthError>;
     /// Every enrolled device (revoked ones included: routing reports them by name).
+    /// The fleet inventory only: per-call and per-frame paths use the lookups below.
     fn list_devices(&self) -> Result<Vec<DeviceInfo>, String>;
+    /// The device whose link key is `workstation_id`, revoked included. A registry
+    /// with an index answers it without reading the fleet; the default scans.
+    fn device_by_workstation(&self, workstation_id: &str) -> Result<Option<DeviceInfo>, String> {
+        Ok(self.list_devices()?.into_iter().find(|d| d.workstation_id == workstation_id))
+    }
+    /// The device with this id, revoked included.
+    fn device_by_id(&self, device_id: &str) -> Result<Option<DeviceInfo>, String> {
+        Ok(self.list_devices()?.into_iter().find(|d| d.device_id == device_id))
+    }
+    /// Devices not revoked that are called `name` now, oldest enrollment first.
+    fn devices_named(&self, name: &str) -> Result<Vec<DeviceInfo>, String> {
+        Ok(self.list_devices()?.into_iter().filter(|d| d.authorization != "revoked" && d.name == name).collect())
+    }
+    /// Devices not revoked that were once called `name` (an alias kept on rename).
+    fn devices_once_named(&self, name: &str) -> Result<Vec<DeviceInfo>, String> {
+        Ok(self.list_devices()?.into_iter().filter(|d| d.authorization != "revoked" && d.aliases.iter().any(|a| a == name)).collect())
+    }
+    /// Up to `limit` devices a call may be routed to (active and enabled), oldest
+    /// enrollment first.
+    fn routable_devices(&self, limit: usize) -> Result<Vec<DeviceInfo>, String> {
+        Ok(self.list_devices()?.into_iter().filter(is_routable).take(limit).collect())
+    }
     /// A counter that moves whenever a device's authorization or credential
     /// changes; `None` when this registry cannot change behind the hub's back.
     fn registry_generation(&self) -> Result<Option<i64>, String> {

@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 use super::forward::settlement;
 use super::forward_pending;
 use super::http::json_response;
-use super::link_hub::{LinkConn, LinkHub, Outbound, Outcome};
+use super::link_hub::{LinkConn, LinkHub, LinkSlot, Outbound, Outcome};
 use super::link_hub_auth::{DeviceInfo, LinkAuthError, Offer, read_offer, read_offered_name};
 use super::relay::{self, Frame, FrameError, HelloAck, ReconnectHint, Sender, close};
 
@@ -29,6 +29,10 @@ use super::relay::{self, Frame, FrameError, HelloAck, ReconnectHint, Sender, clo
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 /// The edge pings this often so a link sees it alive between requests.
 pub const PING_EVERY: Duration = Duration::from_secs(30);
+/// Bytes the WebSocket reads from the socket at a time, and so the buffer an idle
+/// link keeps (tungstenite's default is 128 KiB). A larger frame grows the buffer
+/// for as long as it takes to read it.
+pub const READ_BUFFER_BYTES: usize = 4 * 1024;
 /// Reconnect pacing suggested to links.
 pub const RECONNECT: ReconnectHint = ReconnectHint { min_backoff_ms: 500, max_backoff_ms: 30_000 };
 
@@ -63,6 +67,17 @@ async fn upgrade(
     if hub.is_tombstoned(&workstation_id) {
         return refuse(401, LinkAuthError::Revoked.code(), "this device was revoked");
     }
+    // Before the credential is checked: at the cap an edge sheds links for the
+    // price of an upgrade, without reading its registry.
+    let Some(slot) = hub.reserve_slot(&workstation_id) else {
+        let Ok(ws) = ws else {
+            return refuse(400, "bad_request", "expected a WebSocket upgrade");
+        };
+        let reason = format!("edge_capacity_exceeded: this edge holds its maximum of {} links; retry later", hub.max_links());
+        return ws.protocols([relay::SUBPROTOCOL]).read_buffer_size(READ_BUFFER_BYTES).write_buffer_size(0).on_upgrade(move |mut socket| async move {
+            close_with(&mut socket, close::TRY_AGAIN_LATER, &reason).await;
+        });
+    };
     let mut device = match hub.authenticator().verify_link(&workstation_id, &secret) {
         Ok(d) => d,
         Err(e) => {
@@ -85,10 +100,14 @@ async fn upgrade(
     }
     // Room above the protocol limit, so an oversized frame is read and refused
     // with 1009 instead of tearing the socket down without a reason.
+    // Small buffers: thousands of links sit idle most of the time, and each
+    // message is written at once (no write batching to wait for).
     ws.protocols([relay::SUBPROTOCOL])
+        .read_buffer_size(READ_BUFFER_BYTES)
+        .write_buffer_size(0)
         .max_message_size(4 * relay::MAX_EDGE_INBOUND)
         .max_frame_size(4 * relay::MAX_EDGE_INBOUND)
-        .on_upgrade(move |socket| run(hub, device, socket))
+        .on_upgrade(move |socket| run(hub, device, socket, slot))
 }
 
 async fn close_with(socket: &mut WebSocket, code: u16, reason: &str) {
@@ -165,7 +184,7 @@ async fn handshake(hub: &LinkHub, device: &DeviceInfo, socket: &mut WebSocket) -
     Some(hello)
 }
 
-async fn run(hub: Arc<LinkHub>, device: DeviceInfo, mut socket: WebSocket) {
+async fn run(hub: Arc<LinkHub>, device: DeviceInfo, mut socket: WebSocket, _slot: LinkSlot) {
     let Some(hello) = handshake(&hub, &device, &mut socket).await else { return };
     // Read before this link replaces an older one, so a request still waiting on
     // the older socket is listed as well.
@@ -265,9 +284,11 @@ fn on_frame(hub: &LinkHub, conn: &LinkConn, text: &str) -> Option<(u16, String)>
         Frame::Hello(_) => return Some((close::POLICY, "hello was already received".into())),
         Frame::Heartbeat(h) => {
             conn.observe(h.runtime, Some(h.active_requests));
-            // A backstop for registries without a generation to watch: a link the
-            // registry no longer admits is closed (its 4401 arrives through `out`).
-            if let Err(e) = hub.recheck() {
+            // A backstop for a change the registry watcher has not acted on yet (or
+            // a registry without a generation): this one device, and only when the
+            // generation moved. A link no longer admitted is closed (its 4401
+            // arrives through `out`).
+            if let Err(e) = hub.recheck_link(conn) {
                 tracing::warn!("device registry unreadable during heartbeat: {e}");
             }
         }

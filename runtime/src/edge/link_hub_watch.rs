@@ -3,8 +3,10 @@
 //! write the registry (possibly from another process), and raise its generation.
 //! Polling that one counter is a single-row read, cheap enough to do every second,
 //! and when it moves the hub re-checks all its live links
-//! ([`LinkHub::recheck`]). A link registered since the last re-check triggers one
-//! too: it may have been admitted just before a change the watcher already saw.
+//! ([`LinkHub::recheck`]: one read of the registry, one pass over the links). A
+//! link admitted just before a change the watcher already saw is checked by
+//! [`LinkHub::register`] itself, for that one device, so a burst of links
+//! connecting costs no fleet-wide re-check.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,7 +24,7 @@ pub fn watch_registry(hub: Arc<LinkHub>, every: Duration, stop: CancellationToke
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut seen: Option<(i64, u64)> = None;
+        let mut seen: Option<i64> = None;
         let mut failing = false;
         loop {
             tokio::select! {
@@ -42,12 +44,10 @@ pub fn watch_registry(hub: Arc<LinkHub>, every: Duration, stop: CancellationToke
                 }
             };
             failing = false;
-            // Read before the re-check: a link registered during it moves the
-            // count again and is re-checked on the next tick.
-            let now = (generation, hub.registrations());
-            if seen == Some(now) {
+            if seen == Some(generation) {
                 continue;
             }
+            let now = generation;
             // The first reading re-checks too: a change made while this edge was
             // starting must not wait for the next one.
             match hub.recheck() {

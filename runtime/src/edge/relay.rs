@@ -52,6 +52,9 @@ pub mod close {
     pub const SUPERSEDED: u16 = 4409;
     /// No frame arrived for too long.
     pub const STALE: u16 = 4408;
+    /// The edge holds as many links as it is configured for (RFC 6455 "Try
+    /// Again Later"); the link retries at its backoff's pace.
+    pub const TRY_AGAIN_LATER: u16 = 1013;
 }
 
 /// Retired provisional kinds; named so the refusal says what happened.

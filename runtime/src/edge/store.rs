@@ -237,6 +237,19 @@ const MIGRATIONS: &[&str] = &[
     "ALTER TABLE approvals ADD COLUMN requester_addr TEXT;
     ALTER TABLE approvals ADD COLUMN requester_ua TEXT;
     CREATE INDEX approvals_requester ON approvals(requester_addr, status);",
+    // 10: routing a call by a device's name or earlier name, and picking the routable
+    // devices, read only the matching rows: an index on the current name, the earlier
+    // names (kept as JSON in `devices.aliases` too) one row each, and the enrollment order.
+    "CREATE INDEX devices_name ON devices(name);
+    CREATE INDEX devices_enrolled ON devices(enrolled_at_ms, device_id);
+    CREATE TABLE device_aliases (
+        alias TEXT NOT NULL,
+        device_id TEXT NOT NULL,
+        PRIMARY KEY (alias, device_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX device_aliases_device ON device_aliases(device_id);
+    INSERT OR IGNORE INTO device_aliases (alias, device_id)
+        SELECT j.value, d.device_id FROM devices d, json_each(d.aliases) j WHERE j.type = 'text';",
 ];
 
 pub struct EdgeStore {

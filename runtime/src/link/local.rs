@@ -1,14 +1,22 @@
 //! The link's client of the local runtime: plain HTTP/1.1 over the runtime's
-//! Unix socket (trusted, no bearer). One connection per call keeps a slow tool
-//! from blocking the others and lets a cancel simply drop its connection.
+//! Unix socket (trusted, no bearer), on keep-alive connections from a small
+//! pool. A call has a connection to itself while it runs, so a slow tool never
+//! blocks the others, and a cancelled or timed-out call closes its connection
+//! (the runtime sees it go) instead of giving it back. A connection idle for
+//! [`REUSE_IDLE_FOR`] or longer is not reused: the runtime closes idle ones after
+//! its header-read timeout, and a request must never meet that close.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use futures::FutureExt;
 use http::{Method, Request, header};
 use http_body_util::{BodyExt, Full, Limited};
+use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
+use tokio::task::AbortHandle;
 use serde_json::{Value, json};
 
 use crate::edge::relay::{DeliveryState, RuntimeIdentity};
@@ -16,6 +24,11 @@ use crate::edge::relay::{DeliveryState, RuntimeIdentity};
 /// Largest runtime answer read; bigger ones cannot fit a relay frame anyway.
 pub const MAX_ANSWER_BYTES: usize = 2 * 1024 * 1024;
 const HEALTH_TIMEOUT: Duration = Duration::from_secs(5);
+/// Idle connections kept for the next calls at most; more are closed when done.
+pub const POOL_IDLE_MAX: usize = 8;
+/// An idle connection is reused only this soon after its last answer, well inside
+/// the runtime's 10 s header-read timeout that closes idle connections.
+pub const REUSE_IDLE_FOR: Duration = Duration::from_secs(4);
 
 /// A failed local call, already in relay terms (spec §8 step 5).
 #[derive(Debug, Clone, PartialEq)]
@@ -40,42 +53,134 @@ impl LocalError {
     }
 }
 
-#[derive(Clone, Debug)]
+type Sender = SendRequest<Full<Bytes>>;
+
+/// An open connection: the request side and the task driving it.
+struct Conn {
+    sender: Sender,
+    task: AbortHandle,
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        // Closes the socket even in the middle of a request (a cancel, a timeout).
+        self.task.abort();
+    }
+}
+
+/// Idle connections, the most recently used last.
+#[derive(Default)]
+struct Pool {
+    idle: Mutex<Vec<(Conn, Instant)>>,
+}
+
+impl Pool {
+    fn take(&self) -> Option<Conn> {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        while let Some((mut conn, since)) = idle.pop() {
+            if since.elapsed() < REUSE_IDLE_FOR && matches!(conn.sender.ready().now_or_never(), Some(Ok(()))) {
+                return Some(conn);
+            }
+            // Too old or closed: dropped, which closes it. Older ones are older still.
+            idle.clear();
+        }
+        None
+    }
+
+    fn give_back(self: &Arc<Self>, mut conn: Conn) {
+        match conn.sender.ready().now_or_never() {
+            Some(Ok(())) => self.keep(conn),
+            Some(Err(_)) => {}
+            // The connection's task has not finished with the answer yet.
+            None => {
+                let pool = Arc::clone(self);
+                tokio::spawn(async move {
+                    if let Ok(Ok(())) = tokio::time::timeout(Duration::from_secs(1), conn.sender.ready()).await {
+                        pool.keep(conn);
+                    }
+                });
+            }
+        }
+    }
+
+    fn keep(&self, conn: Conn) {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < POOL_IDLE_MAX && !conn.sender.is_closed() {
+            idle.push((conn, Instant::now()));
+        }
+    }
+}
+
+#[derive(Clone)]
 pub struct LocalRuntime {
     socket: PathBuf,
+    pool: Arc<Pool>,
+}
+
+impl std::fmt::Debug for LocalRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalRuntime").field("socket", &self.socket).finish_non_exhaustive()
+    }
 }
 
 impl LocalRuntime {
     pub fn new(socket: PathBuf) -> Self {
-        Self { socket }
+        Self { socket, pool: Arc::default() }
     }
 
     pub fn socket(&self) -> &Path {
         &self.socket
     }
 
-    async fn request(&self, method: Method, path: &str, body: Option<Vec<u8>>) -> Result<(u16, Bytes), LocalError> {
+    async fn connect(&self) -> Result<Conn, LocalError> {
         let stream = tokio::net::UnixStream::connect(&self.socket).await.map_err(|e| LocalError::unreachable(&self.socket, e))?;
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
             .map_err(|e| LocalError::unreachable(&self.socket, e))?;
-        tokio::spawn(conn);
-        let req = Request::builder()
+        let task = tokio::spawn(async move {
+            let _ = conn.await;
+        })
+        .abort_handle();
+        Ok(Conn { sender, task })
+    }
+
+    fn build(&self, method: Method, path: &str, body: Bytes) -> Result<Request<Full<Bytes>>, LocalError> {
+        Request::builder()
             .method(method)
             .uri(path)
             .header(header::HOST, "localhost")
             .header(header::CONTENT_TYPE, "application/json")
             .header(header::ACCEPT, "application/json, text/event-stream")
-            .body(Full::new(Bytes::from(body.unwrap_or_default())))
-            .map_err(|e| LocalError::unreachable(&self.socket, e))?;
-        let resp = sender
-            .send_request(req)
-            .await
-            .map_err(|e| LocalError::after_send("runtime_unavailable", format!("the local runtime dropped the request: {e}")))?;
+            .body(Full::new(body))
+            .map_err(|e| LocalError::unreachable(&self.socket, e))
+    }
+
+    async fn request(&self, method: Method, path: &str, body: Option<Vec<u8>>) -> Result<(u16, Bytes), LocalError> {
+        let body = Bytes::from(body.unwrap_or_default());
+        let dropped = |e: hyper::Error| LocalError::after_send("runtime_unavailable", format!("the local runtime dropped the request: {e}"));
+        let (conn, resp) = match self.pool.take() {
+            Some(mut conn) => match conn.sender.try_send_request(self.build(method.clone(), path, body.clone())?).await {
+                Ok(resp) => (conn, resp),
+                // Given back unsent: the idle connection was closing. A new one.
+                Err(e) if e.message().is_some() => {
+                    let mut conn = self.connect().await?;
+                    let resp = conn.sender.send_request(self.build(method, path, body)?).await.map_err(dropped)?;
+                    (conn, resp)
+                }
+                Err(e) => return Err(dropped(e.into_error())),
+            },
+            None => {
+                let mut conn = self.connect().await?;
+                let resp = conn.sender.send_request(self.build(method, path, body)?).await.map_err(dropped)?;
+                (conn, resp)
+            }
+        };
         let status = resp.status().as_u16();
         let body = Limited::new(resp.into_body(), MAX_ANSWER_BYTES).collect().await.map_err(|_| {
             LocalError::after_send("payload_too_large", format!("the runtime's answer exceeds {MAX_ANSWER_BYTES} bytes"))
         })?;
+        // Only a connection whose answer was read whole goes back.
+        self.pool.give_back(conn);
         Ok((status, body.to_bytes()))
     }
 
@@ -148,6 +253,96 @@ mod tests {
         let sse = b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"x\":1}}\n\n";
         assert_eq!(parse_answer(sse).unwrap()["result"]["x"], 1);
         assert!(parse_answer(b"oops").is_none());
+    }
+
+    /// A stand-in runtime on a Unix socket: answers every POST with an empty
+    /// tool result (`slow` never answers), counts the connections it accepted and
+    /// those that ended.
+    struct Counting {
+        accepted: Arc<std::sync::atomic::AtomicUsize>,
+        ended: Arc<std::sync::atomic::AtomicUsize>,
+        _tmp: tempfile::TempDir,
+        socket: PathBuf,
+    }
+
+    async fn counting_runtime(keep_alive: bool) -> Counting {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let tmp = tempfile::tempdir().unwrap();
+        let socket = tmp.path().join("rt.sock");
+        let listener = tokio::net::UnixListener::bind(&socket).unwrap();
+        let (accepted, ended) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (a, e) = (Arc::clone(&accepted), Arc::clone(&ended));
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                a.fetch_add(1, Ordering::SeqCst);
+                let e = Arc::clone(&e);
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(|req: Request<hyper::body::Incoming>| async move {
+                        let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+                        if memchr::memmem::find(&body, b"\"slow\"").is_some() {
+                            std::future::pending::<()>().await;
+                        }
+                        let answer = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#;
+                        Ok::<_, std::convert::Infallible>(http::Response::new(Full::new(Bytes::from_static(answer.as_bytes()))))
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .keep_alive(keep_alive)
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                    e.fetch_add(1, Ordering::SeqCst);
+                });
+            }
+        });
+        Counting { accepted, ended, _tmp: tmp, socket }
+    }
+
+    #[tokio::test]
+    async fn calls_share_one_keep_alive_connection() {
+        use std::sync::atomic::Ordering;
+        let rt = counting_runtime(true).await;
+        let local = LocalRuntime::new(rt.socket.clone());
+        for _ in 0..20 {
+            // Each call through its own clone, as the link's request tasks do.
+            let r = local.clone().call_tool("herdr_inspect", json!({}), Duration::from_secs(5)).await.unwrap();
+            assert_eq!(r, json!({"content": []}));
+        }
+        assert_eq!(rt.accepted.load(Ordering::SeqCst), 1, "20 calls, one connection");
+        // Calls at once each get a connection; afterwards at most POOL_IDLE_MAX stay.
+        let calls = (0..12).map(|_| local.call_tool("herdr_inspect", json!({}), Duration::from_secs(5)));
+        for r in futures::future::join_all(calls).await {
+            r.unwrap();
+        }
+        let idle = local.pool.idle.lock().unwrap().len();
+        assert!((1..=POOL_IDLE_MAX).contains(&idle), "{idle} idle");
+    }
+
+    #[tokio::test]
+    async fn a_runtime_that_closes_each_connection_still_answers_every_call() {
+        use std::sync::atomic::Ordering;
+        let rt = counting_runtime(false).await;
+        let local = LocalRuntime::new(rt.socket.clone());
+        for _ in 0..5 {
+            local.call_tool("herdr_inspect", json!({}), Duration::from_secs(5)).await.unwrap();
+        }
+        assert_eq!(rt.accepted.load(Ordering::SeqCst), 5);
+    }
+
+    #[tokio::test]
+    async fn a_timed_out_call_closes_its_connection_and_the_next_gets_a_new_one() {
+        use std::sync::atomic::Ordering;
+        let rt = counting_runtime(true).await;
+        let local = LocalRuntime::new(rt.socket.clone());
+        local.call_tool("herdr_inspect", json!({}), Duration::from_secs(5)).await.unwrap();
+        let e = local.call_tool("slow", json!({}), Duration::from_millis(200)).await.unwrap_err();
+        assert_eq!(e.code, "request_timeout");
+        // The runtime sees the timed-out call's connection end (the one it reused).
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while rt.ended.load(Ordering::SeqCst) < 1 {
+            assert!(Instant::now() < deadline, "the abandoned connection stayed open");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        local.call_tool("herdr_inspect", json!({}), Duration::from_secs(5)).await.unwrap();
+        assert_eq!(rt.accepted.load(Ordering::SeqCst), 2);
     }
 
     #[tokio::test]

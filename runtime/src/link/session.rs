@@ -159,6 +159,10 @@ fn closed(frame: Option<(u16, String)>) -> End {
             End::Retry { reason: format!("the edge closed the link: {reason}; retrying until the operator resumes it"), linked: false }
         }
         Some((code, reason)) if code == close::DEVICE_REVOKED => End::Fatal(format!("the edge closed the link: device revoked ({reason})")),
+        // Not linked: the edge is full, so each retry waits longer than the last.
+        Some((code, reason)) if code == close::TRY_AGAIN_LATER => {
+            End::Retry { reason: format!("the edge is at capacity ({code} {reason})"), linked: false }
+        }
         Some((code, reason)) => End::Retry { reason: format!("the edge closed the link ({code} {reason})"), linked: true },
         None => End::Retry { reason: "the edge closed the link".into(), linked: true },
     }
