@@ -350,6 +350,31 @@ async fn a_forwarded_call_finds_its_device_by_id_name_or_earlier_name_without_li
     assert_eq!(code(v).as_deref(), Some("workstation_offline"), "{}", beta.device.device_id);
     assert_eq!(edge.counting.lists() - before, 0, "forwarded calls must not list the fleet");
 
+    // A token bound to alpha sees alpha's row only, read by id.
+    let issued = herdr_mcp::edge::automation::create(&edge.store, "bench", &alpha.device.device_id).unwrap();
+    let resource = format!("{}/mcp", edge.issuer);
+    let tok = edge
+        .http
+        .post_form(
+            "/oauth/token",
+            &[
+                ("grant_type", "client_credentials"),
+                ("client_id", &issued.client.client_id),
+                ("client_secret", &issued.client_secret),
+                ("resource", &resource),
+            ],
+        )
+        .await
+        .json();
+    let bound = tok["access_token"].as_str().expect("an automation token").to_string();
+    let v = edge.call(&bound, "herdr_devices", json!({})).await;
+    let rows = v["devices"].as_array().cloned().unwrap_or_default();
+    assert_eq!(rows.len(), 1, "{v}");
+    assert_eq!((rows[0]["device_id"].as_str(), rows[0]["connection"].as_str()), (Some(ws.as_str()), Some("online")));
+    let v = edge.call(&bound, "herdr_fs_read", json!({"path": "x"})).await;
+    assert_eq!(served(&v).as_deref(), Some(ws.as_str()), "{v}");
+    assert_eq!(edge.counting.lists() - before, 0, "a bound token's calls and its herdr_devices must not list the fleet");
+
     // The inventory is the one place that reads it, once per answer.
     let before = edge.counting.lists();
     let v = edge.call(&token, "herdr_devices", json!({})).await;

@@ -268,6 +268,10 @@ impl WorkstationRouter for LinkRouter {
         self.hub.device_rows()
     }
 
+    fn device_row(&self, device_id: &str) -> Result<Option<Value>, String> {
+        self.hub.device_row(device_id)
+    }
+
     fn forward<'a>(&'a self, principal: &'a Principal, name: &'a str, arguments: Value) -> BoxFuture<'a, Value> {
         Box::pin(async move { self.call(principal, name, arguments).await.unwrap_or_else(|f| f.result()) })
     }

@@ -498,25 +498,31 @@ impl LinkHub {
         }
     }
 
-    /// Rows of `herdr_devices`: the registry joined with the live links.
+    /// Rows of `herdr_devices`: the registry joined with the live links, one
+    /// read of the registry and one map lookup per row.
     pub fn device_rows(&self) -> Result<Vec<Value>, String> {
         let devices = self.auth.list_devices()?;
         let now = self.now_ms();
-        Ok(devices
-            .into_iter()
-            .map(|d| {
-                let mut row = json!({
-                    "device_id": d.device_id,
-                    "name": d.name,
-                    "authorization": d.authorization,
-                    "scheduling": d.scheduling,
-                });
-                if let Some(obj) = row.as_object_mut() {
-                    obj.extend(live_fields(self.link(&d.workstation_id).as_deref(), d.last_seen_ms, now));
-                }
-                row
-            })
-            .collect())
+        Ok(devices.into_iter().map(|d| self.row(d, now)).collect())
+    }
+
+    /// The `herdr_devices` row of one device: one indexed read.
+    pub fn device_row(&self, device_id: &str) -> Result<Option<Value>, String> {
+        let now = self.now_ms();
+        Ok(self.auth.device_by_id(device_id)?.map(|d| self.row(d, now)))
+    }
+
+    fn row(&self, d: DeviceInfo, now: i64) -> Value {
+        let mut row = json!({
+            "device_id": d.device_id,
+            "name": d.name,
+            "authorization": d.authorization,
+            "scheduling": d.scheduling,
+        });
+        if let Some(obj) = row.as_object_mut() {
+            obj.extend(live_fields(self.link(&d.workstation_id).as_deref(), d.last_seen_ms, now));
+        }
+        row
     }
 }
 

@@ -62,6 +62,11 @@ pub trait WorkstationRouter: Send + Sync {
     /// Rows of `herdr_devices` (`device_id`, `name`, `connection`, …), or why
     /// the device registry could not be read.
     fn devices(&self) -> Result<Vec<Value>, String>;
+    /// The `herdr_devices` row of one device (what an automation token bound to
+    /// it sees); a router with an index reads that device only.
+    fn device_row(&self, device_id: &str) -> Result<Option<Value>, String> {
+        Ok(self.devices()?.into_iter().find(|d| d["device_id"] == device_id))
+    }
     /// Routes one runtime tool call (with its optional `device` selector) and
     /// returns a `CallToolResult` object.
     fn forward<'a>(&'a self, principal: &'a Principal, name: &'a str, arguments: Value) -> BoxFuture<'a, Value>;
@@ -101,11 +106,12 @@ const REVOKE_HINT: &str =
 /// an empty list: "no devices" would send the user to pair computers they have.
 /// An automation token (`bound` to one device) sees only that device.
 fn devices_result(router: &dyn WorkstationRouter, bound: Option<&str>) -> Value {
-    match router.devices() {
-        Ok(mut devices) => {
-            if let Some(b) = bound {
-                devices.retain(|d| d["device_id"] == b);
-            }
+    let rows = match bound {
+        Some(b) => router.device_row(b).map(|row| row.into_iter().collect()),
+        None => router.devices(),
+    };
+    match rows {
+        Ok(devices) => {
             tool_ok_result(json!({
                 "ok": true,
                 "devices": devices,
