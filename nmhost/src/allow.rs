@@ -27,6 +27,8 @@ pub const ROUTES: &[Route] = &[
     Route { path: "/health", methods: &[Method::GET], kind: RouteKind::Request },
     Route { path: "/push/state", methods: &[Method::GET], kind: RouteKind::Request },
     Route { path: "/push/events", methods: &[Method::GET], kind: RouteKind::Stream },
+    // The runtime's activity log, newest entries, read-only (the options page).
+    Route { path: "/activity", methods: &[Method::GET], kind: RouteKind::Request },
 ];
 
 /// Request headers copied to the runtime; everything else (notably `authorization`) is dropped.
@@ -165,6 +167,10 @@ mod tests {
         assert_eq!(check_method("DELETE", mcp).unwrap(), Method::DELETE);
         assert_eq!(code(check_method("PUT", mcp)), "proxy_method_not_allowed");
         assert_eq!(code(check_method("POST", health)), "proxy_method_not_allowed");
+        let (_, activity) = check_path("/activity?caller=extension&limit=20", RouteKind::Request).unwrap();
+        assert_eq!(check_method("get", activity).unwrap(), Method::GET);
+        assert_eq!(code(check_method("POST", activity)), "proxy_method_not_allowed");
+        assert_eq!(code(check_method("DELETE", activity)), "proxy_method_not_allowed");
     }
 
     #[test]

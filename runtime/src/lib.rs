@@ -5,6 +5,7 @@
 //! The binary (`src/main.rs`) is a thin CLI over this library so that tests and
 //! benchmarks can build the same server in-process when they need to.
 
+pub mod activity;
 pub mod contract;
 pub mod doctor;
 pub mod edge;

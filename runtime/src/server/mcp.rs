@@ -13,6 +13,8 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 
+use crate::activity::redact::{Redactor, root_of};
+use crate::activity::{ActivityLog, Caller, Entry};
 use crate::contract::{CONTRACT_EPOCH, contract_hash};
 use crate::mcp_discover::Discovery;
 use crate::tools::{ToolContext, ToolOutput, ToolRegistry};
@@ -55,6 +57,9 @@ pub struct ServerState {
     server_config: InitializeResult,
     /// `server/discover` results, built once: for other clients and for OpenAI's.
     discover_results: [Value; 2],
+    /// Where every served `tools/call` is recorded (with a state database only).
+    pub activity: Option<Arc<ActivityLog>>,
+    redactor: Redactor,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -89,7 +94,19 @@ impl ServerState {
         server_config.meta = Some(meta.clone());
         let discovery = discovery_of(&server_config)?;
         let discover_results = [discovery.result(false), discovery.result(true)];
-        Ok(ServerState { registry, ctx, catalog, tools, contract_hash, meta, server_config, discover_results })
+        let activity = ctx.services.state.clone().filter(|_| crate::activity::enabled_by_env()).map(ActivityLog::start);
+        Ok(ServerState {
+            registry,
+            ctx,
+            catalog,
+            tools,
+            contract_hash,
+            meta,
+            server_config,
+            discover_results,
+            activity,
+            redactor: Redactor::from_env(),
+        })
     }
 
     /// The `server/discover` result; `openai` adds the probe version.
@@ -156,12 +173,39 @@ impl ServerHandler for McpHandler {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let caller = Caller::of(context.extensions.get::<http::request::Parts>());
+        let started = (crate::state::now_ms(), std::time::Instant::now());
         if !self.state.tools.iter().any(|t| t.name == request.name) {
+            record(&self.state, caller, started, &request.name, request.arguments.as_ref(), None);
             return Err(unknown_tool(&request.name));
         }
-        Ok(CallToolResponse::Complete(call_tool(&self.state, &request.name, request.arguments).await))
+        let Some(log) = &self.state.activity else {
+            return Ok(CallToolResponse::Complete(call_tool(&self.state, &request.name, request.arguments).await));
+        };
+        // The summary is built first: the arguments move into the call.
+        let args = self.state.redactor.summary(request.arguments.as_ref());
+        let roots = self.state.ctx.policy.managed_roots();
+        let arg_root = root_of(&Value::Null, request.arguments.as_ref(), &roots);
+        let result = call_tool(&self.state, &request.name, request.arguments).await;
+        let payload = result.structured_content.as_ref().unwrap_or(&Value::Null);
+        let root = payload.get("root").and_then(Value::as_str).filter(|r| !crate::policy::secret::is_secret(r));
+        let code = (payload.get("ok") != Some(&Value::Bool(true)) || result.is_error == Some(true)).then(|| {
+            payload.get("code").or_else(|| payload.get("reason")).and_then(Value::as_str).unwrap_or("error").to_string()
+        });
+        log.record(Entry {
+            at_ms: started.0,
+            caller: caller.kind.to_string(),
+            caller_detail: caller.detail,
+            tool: request.name.to_string(),
+            root: root.map(str::to_string).or(arg_root),
+            args,
+            outcome: if code.is_some() { "error" } else { "ok" }.to_string(),
+            code,
+            duration_ms: started.1.elapsed().as_millis() as i64,
+        });
+        Ok(CallToolResponse::Complete(result))
     }
 
     /// The same result as the discover adapter of the endpoint gives (`mcp_discover`).
@@ -218,6 +262,29 @@ impl super::endpoint::McpSide for McpHandler {
     fn discover_result(&self, openai: bool) -> Value {
         self.state.discover_result(openai).clone()
     }
+}
+
+/// Records a call that was refused before it ran (an unknown tool).
+fn record(
+    state: &ServerState,
+    caller: Caller,
+    started: (i64, std::time::Instant),
+    tool: &str,
+    arguments: Option<&JsonObject>,
+    root: Option<String>,
+) {
+    let Some(log) = &state.activity else { return };
+    log.record(Entry {
+        at_ms: started.0,
+        caller: caller.kind.to_string(),
+        caller_detail: caller.detail,
+        tool: tool.chars().take(64).collect(),
+        root,
+        args: state.redactor.summary(arguments),
+        outcome: "error".into(),
+        code: Some("unknown_tool".into()),
+        duration_ms: started.1.elapsed().as_millis() as i64,
+    });
 }
 
 /// Runs one tool call: the answer to `tools/call`, in a session or not.

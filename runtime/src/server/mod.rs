@@ -48,6 +48,8 @@ pub fn router(state: Arc<ServerState>, endpoint: McpEndpoint) -> Router {
     let push = state.ctx.services.push.clone();
     let routes = Router::new()
         .route("/health", get(health::health))
+        // Read-only and bounded: the newest activity-log entries (crate::activity).
+        .route("/activity", get(crate::activity::http::activity))
         .route("/mcp", any(mcp.clone()))
         .route("/mcp/", any(mcp.clone()))
         .route("/", any(mcp))
@@ -81,7 +83,10 @@ pub async fn serve(listen: ListenConfig, state: Arc<ServerState>, shutdown: Canc
     let tcp_addr = match tcp {
         Some((listener, guard)) => {
             let addr = listener.local_addr()?;
-            let tcp_app = app.clone().layer(axum::middleware::from_fn_with_state(guard, auth::guard));
+            let tcp_app = app
+                .clone()
+                .layer(axum::Extension(crate::activity::caller::Listener::Tcp))
+                .layer(axum::middleware::from_fn_with_state(guard, auth::guard));
             // Outside the guard, so that its refusals carry the header too.
             let tcp_app = with_runtime_generation(tcp_app, generation.clone());
             // `ConnectInfo<SocketAddr>`: the guard slows repeated 401s down per peer.
@@ -91,7 +96,7 @@ pub async fn serve(listen: ListenConfig, state: Arc<ServerState>, shutdown: Canc
         }
         None => None,
     };
-    let app = with_runtime_generation(app, generation);
+    let app = with_runtime_generation(app.layer(axum::Extension(crate::activity::caller::Listener::Unix)), generation);
     let limits = listener_limits("unix", open_files);
     tasks.spawn(connections::serve(unix_listener, limits, app, shutdown.clone(), connections::plain));
     // The roots in the first line a person sees: a start from the wrong folder shows at once.

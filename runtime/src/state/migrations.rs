@@ -89,6 +89,23 @@ pub const MIGRATIONS: &[&str] = &[
     r#"
     CREATE INDEX link_answers_sizes ON link_answers (workstation_id, seq, bytes, kept_at_ms);
     "#,
+    // v4: the activity log (crate::activity): one row per served tools/call,
+    // arguments redacted, pruned to 30 days and 50,000 rows.
+    r#"
+    CREATE TABLE activity (
+        seq           INTEGER PRIMARY KEY AUTOINCREMENT,
+        at_ms         INTEGER NOT NULL,
+        caller        TEXT NOT NULL,
+        caller_detail TEXT,
+        tool          TEXT NOT NULL,
+        root          TEXT,
+        args          TEXT NOT NULL,
+        outcome       TEXT NOT NULL CHECK (outcome IN ('ok', 'error')),
+        code          TEXT,
+        duration_ms   INTEGER NOT NULL
+    );
+    CREATE INDEX activity_at ON activity (at_ms);
+    "#,
 ];
 
 /// The schema version this build writes.
