@@ -176,3 +176,15 @@ async fn every_call_is_logged_redacted_with_its_caller_and_the_log_command_print
     assert_eq!(text.lines().count(), 6, "{text}");
     assert!(text.contains("herdr_fs_write") && !text.contains(SECRET_CONTENT), "{text}");
 }
+
+/// `herdr-mcp link`'s client of the local runtime marks its calls, so a call
+/// forwarded from the edge is logged with caller `edge`.
+#[tokio::test]
+async fn calls_forwarded_by_the_link_are_logged_as_edge() {
+    let repo = common::git_repo(&[("a.txt", "hello\n")]);
+    let rt = common::Runtime::start(&[repo.path()], &[]).await;
+    let local = herdr_mcp::link::local::LocalRuntime::new(rt.socket.clone());
+    local.call_tool("herdr_fs_read", json!({"path": "a.txt"}), Duration::from_secs(10)).await.unwrap();
+    let rows = wait_rows(&state_db(&rt), 1);
+    assert_eq!((rows[0]["caller"].as_str(), rows[0]["tool"].as_str()), (Some("edge"), Some("herdr_fs_read")), "{rows:?}");
+}

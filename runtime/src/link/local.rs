@@ -151,6 +151,8 @@ impl LocalRuntime {
             .header(header::HOST, "localhost")
             .header(header::CONTENT_TYPE, "application/json")
             .header(header::ACCEPT, "application/json, text/event-stream")
+            // The runtime's activity log names these calls' caller `edge`.
+            .header(crate::activity::caller::CALLER_HEADER, "edge")
             .body(Full::new(body))
             .map_err(|e| LocalError::unreachable(&self.socket, e))
     }
