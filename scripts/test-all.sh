@@ -6,6 +6,14 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
+step "prerequisites: Node.js 20 or newer with npm (only the tests need them)"
+node_major="$(node --version 2>/dev/null | sed -n 's/^v\([0-9]*\)\..*/\1/p')" || true
+if [ -z "$node_major" ] || [ "$node_major" -lt 20 ] || ! command -v npm >/dev/null; then
+  echo "test-all: the tests need Node.js 20 or newer with npm (found: $(node --version 2>/dev/null || echo no node))" >&2
+  echo "  Debian/Ubuntu: https://github.com/nodesource/distributions, or a node from https://nodejs.org" >&2
+  exit 2
+fi
+
 step "toolchain: wasm32 target and wasm-bindgen-cli matching Cargo.lock"
 ./scripts/wasm-toolchain.sh
 

@@ -125,7 +125,8 @@ fn host_mode(caller: &str) -> i32 {
     if std::io::stdin().is_terminal() {
         eprintln!(
             "herdr-nmhost: the browser starts this host itself and talks to it over pipes, not a terminal; \
-             check its registration with `herdr-nmhost status`, or register it with `herdr-nmhost install`"
+             check its registration with `{me} status`, or register it with `{me} install`",
+            me = self_command()
         );
         return 2;
     }
@@ -274,7 +275,7 @@ fn run_command(command: Command) -> Result<i32> {
             }
             let code = status_exit_code(&statuses);
             if code != 0 && !statuses.iter().any(|s| matches!(s.kind, Inspected::Ours { .. })) {
-                eprintln!("herdr-nmhost: not registered with any browser here; run `herdr-nmhost install`");
+                eprintln!("herdr-nmhost: not registered with any browser here; run `{} install`", self_command());
             }
             Ok(code)
         }
@@ -290,6 +291,30 @@ fn run_command(command: Command) -> Result<i32> {
             }
             Ok(0)
         }
+    }
+}
+
+/// How a message names this program in a command to run: `herdr-nmhost` when `PATH` finds this
+/// very executable under that name, else its absolute path (a build folder, a moved install),
+/// so that the command works as printed.
+fn self_command() -> String {
+    let Some(exe) = std::env::current_exe().ok().and_then(|p| p.canonicalize().ok()) else {
+        return "herdr-nmhost".to_owned();
+    };
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let first = std::env::split_paths(&path)
+        .filter(|d| d.is_absolute())
+        .map(|d| d.join("herdr-nmhost"))
+        .find(|p| p.is_file())
+        .and_then(|p| p.canonicalize().ok());
+    if first.as_deref() == Some(exe.as_path()) {
+        return "herdr-nmhost".to_owned();
+    }
+    let shown = exe.display().to_string();
+    if shown.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,@".contains(&b)) {
+        shown
+    } else {
+        format!("'{}'", shown.replace('\'', "'\\''"))
     }
 }
 
@@ -317,7 +342,7 @@ fn status_line(s: &install::Status) -> String {
             s.location.label,
             path.display(),
             manifest.path,
-            if *binary_ok { "binary ok" } else { "binary MISSING: run `herdr-nmhost install` again" },
+            if *binary_ok { "binary ok".to_string() } else { format!("binary MISSING: run `{} install` again", self_command()) },
             manifest.allowed_origins.join(", ")
         ),
     }

@@ -73,9 +73,14 @@ fn install_status_uninstall_into_a_user_data_dir() {
     std::fs::copy(support::host::binary(), &copy).unwrap();
     assert!(run(&["install", "--user-data-dir", dir, "--binary", copy.to_str().unwrap()], tmp.path()).status.success());
     std::fs::remove_file(&copy).unwrap();
+    // The command it names works as printed: this binary's absolute path while PATH does not
+    // find it, its bare name once PATH does (an install in ~/.local/bin).
     let o = run(&["status", "--user-data-dir", dir], tmp.path());
-    assert!(stdout(&o).contains("binary MISSING: run `herdr-nmhost install` again"), "{}", stdout(&o));
+    let me = binary.display().to_string();
+    assert!(stdout(&o).contains(&format!("binary MISSING: run `{me} install` again")), "{}", stdout(&o));
     assert_eq!(o.status.code(), Some(1), "a broken registration is a failure: {o:?}");
+    let o = run_with_path(&["status", "--user-data-dir", dir], tmp.path(), binary.parent().unwrap().to_str().unwrap());
+    assert!(stdout(&o).contains("binary MISSING: run `herdr-nmhost install` again"), "{}", stdout(&o));
     assert_eq!(status_json(&["--user-data-dir", dir], tmp.path())[0]["binary_ok"], false);
 
     let o = run(&["uninstall", "--user-data-dir", dir], tmp.path());
@@ -90,7 +95,8 @@ fn status_with_nothing_registered_exits_1() {
     let tmp = tempfile::tempdir().unwrap();
     let o = run(&["status"], tmp.path());
     assert_eq!(o.status.code(), Some(1), "{o:?}");
-    assert!(String::from_utf8_lossy(&o.stderr).contains("run `herdr-nmhost install`"), "{o:?}");
+    let me = std::fs::canonicalize(support::host::binary()).unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains(&format!("run `{} install`", me.display())), "{o:?}");
     let o = run(&["status", "--json"], tmp.path());
     assert_eq!(o.status.code(), Some(1), "{o:?}");
     let rows: Value = serde_json::from_slice(&o.stdout).unwrap();
