@@ -50,6 +50,9 @@ cargo test -p herdr-mcp --test herdr_sim_server --no-run
 step "scripts/run.sh with the debug binaries in place of its release build (too slow for this command)"
 scripts/test-run-sh.sh "$bin_dir"
 
+step "scripts/package.sh: the tarball of the debug binaries, installed into a temp prefix, doctor --json from there"
+scripts/test-package.sh "$bin_dir" dist/extension
+
 step "e2e tests (real headless Chromium)"
 (cd e2e && node --test --test-concurrency=1 tests/*.test.mjs)
 
