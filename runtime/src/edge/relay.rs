@@ -8,7 +8,7 @@
 //! [`FrameError`]; the peer learns why from the close reason.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 pub const PROTOCOL_VERSION: u64 = 1;
 /// Subprotocol a link must offer; the edge answers with it.
@@ -385,27 +385,37 @@ impl Frame {
         }
     }
 
-    /// The frame as its JSON text.
+    /// The frame as its JSON text: `protocol_version` and `kind`, then the
+    /// kind's fields, serialised straight from the struct (a result of up to
+    /// 1 MiB is written once, not first copied into a JSON tree).
     pub fn encode(&self) -> String {
         let body = match self {
-            Frame::Hello(f) => serde_json::to_value(f),
-            Frame::HelloAck(f) => serde_json::to_value(f),
-            Frame::Heartbeat(f) => serde_json::to_value(f),
-            Frame::Status(f) => serde_json::to_value(f),
-            Frame::ToolRequest(f) => serde_json::to_value(f),
-            Frame::ToolResult(f) => serde_json::to_value(f),
-            Frame::ToolError(f) => serde_json::to_value(f),
-            Frame::Cancel(f) => serde_json::to_value(f),
-            Frame::CancelAck(f) => serde_json::to_value(f),
+            Frame::Hello(f) => serde_json::to_string(f),
+            Frame::HelloAck(f) => serde_json::to_string(f),
+            Frame::Heartbeat(f) => serde_json::to_string(f),
+            Frame::Status(f) => serde_json::to_string(f),
+            Frame::ToolRequest(f) => serde_json::to_string(f),
+            Frame::ToolResult(f) => serde_json::to_string(f),
+            Frame::ToolError(f) => serde_json::to_string(f),
+            Frame::Cancel(f) => serde_json::to_string(f),
+            Frame::CancelAck(f) => serde_json::to_string(f),
         };
-        // These structs hold only strings, numbers and JSON values: serialising cannot fail.
-        let mut map = match body {
-            Ok(Value::Object(m)) => m,
-            _ => Map::new(),
-        };
-        map.insert("protocol_version".into(), PROTOCOL_VERSION.into());
-        map.insert("kind".into(), self.kind().into());
-        Value::Object(map).to_string()
+        // These structs hold only strings, numbers and JSON values, and name
+        // neither `protocol_version` nor `kind`: serialising cannot fail, and the
+        // object never repeats a key.
+        let body = body.unwrap_or_else(|_| "{}".into());
+        let fields = body.strip_prefix('{').unwrap_or("}");
+        let mut out = String::with_capacity(body.len() + 48);
+        out.push_str("{\"protocol_version\":");
+        out.push_str(&PROTOCOL_VERSION.to_string());
+        out.push_str(",\"kind\":\"");
+        out.push_str(self.kind());
+        out.push('"');
+        if fields != "}" {
+            out.push(',');
+        }
+        out.push_str(fields);
+        out
     }
 
     /// Decodes one text frame sent by `from`, enforcing every limit.

@@ -214,11 +214,11 @@ impl LocalRuntime {
         let (status, body) = tokio::time::timeout(timeout, sent).await.map_err(|_| {
             LocalError::after_send("request_timeout", format!("the local runtime gave no answer within {} ms", timeout.as_millis()))
         })??;
-        let message = parse_answer(&body).ok_or_else(|| {
+        let mut message = parse_answer(&body).ok_or_else(|| {
             LocalError::after_send("runtime_unavailable", format!("the local runtime answered {status} with no JSON-RPC reply"))
         })?;
-        if let Some(result) = message.get("result") {
-            return Ok(result.clone());
+        if let Some(result) = message.get_mut("result") {
+            return Ok(result.take());
         }
         let err = message.get("error").cloned().unwrap_or(Value::Null);
         Err(LocalError {
