@@ -99,7 +99,14 @@ impl PageView<'_> {
     /// The latest reply is only folded once finished; older replies are finished by
     /// definition.
     pub fn pending_folds(&self) -> Vec<(u32, Option<String>, FoldLabel)> {
-        let latest = self.latest_reply.as_ref().map(|r| (r.entry.root_index, r.finished()));
+        self.pending_folds_when(self.latest_reply.as_ref().is_some_and(LatestReply::finished))
+    }
+
+    /// [`Self::pending_folds`] with the caller's word on whether the latest reply is
+    /// finished (the worker's: the page shows it finished and its text settled). A reply
+    /// still streaming is not parsed for folding at every poll.
+    pub fn pending_folds_when(&self, latest_finished: bool) -> Vec<(u32, Option<String>, FoldLabel)> {
+        let latest = self.latest_reply.as_ref().map(|r| (r.entry.root_index, latest_finished));
         self.entries
             .iter()
             .filter(|e| e.folded.is_none())

@@ -17,6 +17,7 @@ pub mod composer;
 pub mod interpret;
 pub mod messages;
 pub mod migration;
+pub mod reply_text;
 pub mod selectors;
 pub mod site;
 pub mod sites;

@@ -155,6 +155,17 @@ pub struct RootSnapshot {
     /// The fold label already applied to this root by a previous `fold` action.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub folded: Option<FoldLabel>,
+    /// The page's last root only: the revision of its text (see `reply_text`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rev: Option<u64>,
+    /// The page's last root only: what was appended to the text of an earlier revision;
+    /// `text` is then empty and the worker rebuilds it (see `reply_text`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delta: Option<crate::reply_text::TextDelta>,
+    /// An older root whose text is the one sent before: `text` is empty and the worker puts
+    /// it back (see `reply_text::HistoryTexts`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub held: bool,
 }
 
 impl RootSnapshot {

@@ -64,7 +64,7 @@ proptest! {
     ) {
         let roots: Vec<RootSnapshot> = texts.into_iter().enumerate().map(|(i, (text, probes, cut))| RootSnapshot {
             index: i as u32, dom_id: cut.then(|| format!("message-{i}")), probes, head: text.chars().take(5).collect(),
-            text, text_truncated: cut, folded: None,
+            text, text_truncated: cut, folded: None, rev: None, delta: None, held: false,
         }).collect();
         let snap = PageSnapshot {
             seq, url, visible: true, total_roots: roots.len() as u32, roots,

@@ -240,7 +240,7 @@ impl Engine {
                 self.on_submit(text, catalog, previous_reply_id, now_ms, &mut out)
             }
             Event::ReplySnapshot { message_id, text, done, now_ms } => {
-                self.on_snapshot(message_id, &text, done, now_ms, &mut out)
+                self.on_snapshot(message_id, &text, None, done, now_ms, &mut out)
             }
             Event::CallResult { call_id, reply, now_ms } => self.on_call_result(&call_id, reply, now_ms, &mut out),
             Event::Tick { now_ms } => self.on_tick(now_ms, &mut out),
@@ -257,6 +257,15 @@ impl Engine {
                 self.on_resume(&transcript, message_id, catalog, now_ms, &mut out)
             }
         }
+        out
+    }
+
+    /// Like [`Event::ReplySnapshot`] for a reply text that only grows while `epoch` stays
+    /// the same (see [`ToolCallParser::feed_stream`]): the text is borrowed, not copied, and
+    /// only its new part is parsed.
+    pub fn reply_stream(&mut self, message_id: &str, text: &str, epoch: u64, done: bool, now_ms: u64) -> Vec<Command> {
+        let mut out = Vec::new();
+        self.on_snapshot(message_id.to_string(), text, Some(epoch), done, now_ms, &mut out);
         out
     }
 
@@ -294,7 +303,7 @@ impl Engine {
         out.push(Command::WakeAt { at_ms: now + self.config.reply_idle_timeout_ms });
     }
 
-    fn on_snapshot(&mut self, message_id: String, text: &str, done: bool, now: u64, out: &mut Vec<Command>) {
+    fn on_snapshot(&mut self, message_id: String, text: &str, epoch: Option<u64>, done: bool, now: u64, out: &mut Vec<Command>) {
         if self.ignored_reply.as_deref() == Some(message_id.as_str()) {
             return;
         }
@@ -307,7 +316,10 @@ impl Engine {
             *current = Some(message_id.clone());
         }
         let (len_before, restarts_before) = (parser.text().len(), parser.restarts());
-        parser.feed(text, done);
+        match epoch {
+            Some(epoch) => parser.feed_stream(text, epoch),
+            None => parser.feed(text, done),
+        };
         // Only a reply that is still changing keeps the wait alive.
         if parser.text().len() != len_before || parser.restarts() != restarts_before {
             *deadline_ms = now + timeout;

@@ -180,6 +180,8 @@ pub struct ToolCallParser {
     first_bracket_leads: Option<bool>,
     /// Number of times a snapshot did not extend the previous one and the scan restarted.
     restarts: u64,
+    /// The text stream fed through [`ToolCallParser::feed_stream`], if any.
+    stream_epoch: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -227,9 +229,28 @@ impl ToolCallParser {
         if !extends {
             self.restart();
         }
+        self.stream_epoch = None;
         let from = self.text.len();
         if snapshot.len() > from {
             self.text.push_str(&snapshot[from..]);
+            self.scan_from(from);
+        }
+        self.state()
+    }
+
+    /// Accept the text of a stream whose text only grows while `epoch` stays the same (the
+    /// worker's reassembled reply, `ext_adapters::reply_text`): the new part is scanned
+    /// without comparing the old one, at every poll and at the end. Another epoch (the page
+    /// rewrote the message) or text fed otherwise before means the scan starts over.
+    pub fn feed_stream(&mut self, text: &str, epoch: u64) -> ReplyState {
+        let same = self.stream_epoch == Some(epoch) && text.len() >= self.text.len() && text.is_char_boundary(self.text.len());
+        if !same && (!self.text.is_empty() || self.stream_epoch.is_some()) {
+            self.restart();
+        }
+        self.stream_epoch = Some(epoch);
+        let from = self.text.len();
+        if text.len() > from {
+            self.text.push_str(&text[from..]);
             self.scan_from(from);
         }
         self.state()

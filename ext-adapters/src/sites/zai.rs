@@ -64,11 +64,20 @@ impl SiteAdapter for ZAi {
     /// ends with it, or the reply is short enough to be only the indicator. Like the
     /// reference, only the reply's own text is read (not a thinking block beside it).
     fn reply_busy(&self, root: &RootSnapshot) -> Option<BusyReason> {
-        let text = root.text.trim().to_lowercase();
+        let text = root.text.trim();
         let short = text.chars().nth(STATUS_ONLY_CHARS).is_none();
+        // Only the ends of a long reply are read (a streamed reply is read at every poll):
+        // no phrase is longer than the window, so its lower case starts or ends the same.
+        let (head, tail) = if short {
+            (text.to_lowercase(), String::new())
+        } else {
+            let head: String = text.chars().take(STATUS_ONLY_CHARS).collect();
+            let tail: String = text.chars().rev().take(STATUS_ONLY_CHARS).collect::<Vec<_>>().into_iter().rev().collect();
+            (head.to_lowercase(), tail.to_lowercase())
+        };
         BUSY_TEXTS
             .iter()
-            .find(|t| (short && text.contains(*t)) || text.starts_with(*t) || text.ends_with(*t))
+            .find(|t| if short { head.contains(*t) } else { head.starts_with(*t) || tail.ends_with(*t) })
             .map(|t| BusyReason::StatusText(t))
     }
 
@@ -105,6 +114,9 @@ mod tests {
             text_truncated: false,
             head: String::new(),
             folded: None,
+            rev: None,
+            delta: None,
+            held: false,
         };
         ZAi.reply_busy(&root)
     }

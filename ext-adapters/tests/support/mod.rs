@@ -122,6 +122,9 @@ pub fn snapshot(html: &str, url: &str, selectors: &SelectorSet) -> PageSnapshot 
                     .collect(),
                 text,
                 text_truncated,
+                rev: None,
+                delta: None,
+                held: false,
                 head,
                 folded: root
                     .value()

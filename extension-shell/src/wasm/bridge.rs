@@ -10,6 +10,7 @@ use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
 use ext_core::engine::{CallReply, Command, Engine, EngineConfig, Event, ExecCall, Status, StopReason};
+use ext_adapters::reply_text::{Applied, HistoryTexts, ReplyText};
 use ext_adapters::{PageSnapshot, interpret};
 use ext_core::journal::{CallJournal, TranscriptEntry, has_pending_tool_reply};
 use serde_json::{Map, Value, json};
@@ -32,6 +33,14 @@ pub const REPLY_STABLE_MS: u64 = 2_000;
 /// Calls kept in the diagnostics log (start/end times for the status page and the figures).
 pub const CALL_LOG_MAX: usize = 200;
 
+/// Which text a reply had: the streamed one by (epoch, length), within which it only grows;
+/// an older message by its (bounded) text.
+#[derive(PartialEq)]
+enum Seen {
+    Stream(u64, usize),
+    Text(String),
+}
+
 struct Conv {
     key: String,
     site: BridgeSite,
@@ -40,8 +49,12 @@ struct Conv {
     engine: Engine,
     tab: (i32, i32),
     page_id: String,
-    /// Last assistant reply seen: id, text, when the text last changed.
-    reply: Option<(String, String, u64)>,
+    /// Last assistant reply seen: id, which text, when the text last changed.
+    reply: Option<(String, Seen, u64)>,
+    /// The page's last message as rebuilt from the content script's deltas.
+    stream: ReplyText,
+    /// The older messages' texts as last reported.
+    history: HistoryTexts,
     /// Replies already acted on in this page load (finished, resumed or ignored).
     handled: HashSet<String>,
     /// The finished reply last considered for resuming, as (id, text): spec §5.4's
@@ -65,6 +78,40 @@ thread_local! {
     static CONVS: RefCell<Convs> = RefCell::new(Convs::default());
     static CALL_LOG: RefCell<Vec<Value>> = const { RefCell::new(Vec::new()) };
     static CATALOG: RefCell<CatalogCache> = RefCell::new(CatalogCache::new());
+    /// Worker time of each page report (ms) with the streamed text's length then, for the
+    /// streaming figures (e2e/bench); the newest `REPORT_TIMES_MAX`.
+    static REPORT_TIMES: RefCell<Vec<(f64, usize)>> = const { RefCell::new(Vec::new()) };
+    static LAST_STREAM_LEN: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+const REPORT_TIMES_MAX: usize = 4_096;
+
+/// Notes how long one report took in the worker (from the message's arrival in WASM to its answer).
+pub fn record_report_time(ms: f64) {
+    let len = LAST_STREAM_LEN.with(|l| l.replace(0));
+    REPORT_TIMES.with(|t| {
+        let mut t = t.borrow_mut();
+        if t.len() >= REPORT_TIMES_MAX {
+            t.remove(0);
+        }
+        t.push((ms, len));
+    });
+}
+
+/// The streamed length of the newest report noted (0: none), cheap to poll.
+pub fn last_report_len() -> usize {
+    REPORT_TIMES.with(|t| t.borrow().last().map_or(0, |(_, len)| *len))
+}
+
+/// The report times noted so far as `[[ms, streamed bytes], ...]`; `clear` starts afresh.
+pub fn report_times(clear: bool) -> Value {
+    REPORT_TIMES.with(|t| {
+        let list: Vec<Value> = t.borrow().iter().map(|(ms, len)| json!([ms, len])).collect();
+        if clear {
+            t.borrow_mut().clear();
+        }
+        Value::from(list)
+    })
 }
 
 fn config() -> (EngineConfig, u64) {
@@ -129,6 +176,8 @@ fn attach(v: &VerifiedSender, page_id: &str) -> u64 {
                 conv.handled.clear();
                 conv.resume_seen = None;
                 conv.reply = None;
+                conv.stream = ReplyText::new();
+                conv.history = HistoryTexts::new();
                 conv.generation += 1;
                 conv.page_id = page_id.to_string();
                 conv.status = "idle".into();
@@ -152,6 +201,8 @@ fn attach(v: &VerifiedSender, page_id: &str) -> u64 {
                 tab: (v.tab_id, v.frame_id),
                 page_id: page_id.to_string(),
                 reply: None,
+                stream: ReplyText::new(),
+                history: HistoryTexts::new(),
                 handled: HashSet::new(),
                 resume_seen: None,
                 status: "idle".into(),
@@ -203,20 +254,86 @@ fn migrate_conversation_state(target: &str, tab_id: i32, now: u64) {
 }
 
 /// A page report: track the reply, feed the engine, resume after a reload, decide folding.
-/// The snapshot is read by the site adapter (`ext_adapters::interpret`).
-pub async fn report(v: VerifiedSender, page_id: String, snapshot: PageSnapshot) -> Value {
-    let view = match interpret(&snapshot) {
+/// The snapshot is read by the site adapter (`ext_adapters::interpret`); the page's last
+/// message may come as a delta of the text this conversation holds (`ext_adapters::reply_text`).
+pub async fn report(v: VerifiedSender, page_id: String, mut snapshot: PageSnapshot) -> Value {
+    match ext_adapters::identify(&snapshot.url) {
+        Ok(identity) if identity.conv_key != v.conv_key => {
+            return json!({ "ok": false, "error": crate::sender::ERR_SENDER_MISMATCH, "detail": "the snapshot is of another conversation" });
+        }
+        Ok(_) => {}
+        Err(e) => return json!({ "ok": false, "error": "snapshot-unreadable", "detail": format!("{e:?}") }),
+    }
+    let id = attach(&v, &page_id);
+    // The page's last root carries its whole text or a delta: rebuild it, and lend it to the
+    // snapshot while the report is read (moved, not copied).
+    let last = snapshot.roots.last().is_some_and(|r| r.index.saturating_add(1) == snapshot.total_roots);
+    let history_len = snapshot.roots.len() - usize::from(last);
+    // Older messages sent as `held` get the text this conversation kept of them.
+    let filled = CONVS.with(|c| {
+        let mut c = c.borrow_mut();
+        let conv = c.by_id.get_mut(&id).expect("attached conversation exists");
+        conv.history.fill(&mut snapshot.roots[..history_len])
+    });
+    if !filled {
+        return json!({ "ok": true, "resync": true, "fold": [], "watch": true });
+    }
+    let mut stream_epoch = None;
+    if last {
+        let root = snapshot.roots.last_mut().expect("a last root");
+        let key = (root.index, root.dom_id.clone());
+        let applied = CONVS.with(|c| {
+            let mut c = c.borrow_mut();
+            let conv = c.by_id.get_mut(&id).expect("attached conversation exists");
+            let applied = match (root.delta.take(), root.rev) {
+                (Some(delta), Some(rev)) => conv.stream.apply_delta(key, rev, &delta),
+                (Some(_), None) => Applied::Resync,
+                (None, rev) => conv.stream.apply_full(key, rev, std::mem::take(&mut root.text)),
+            };
+            if !applied.dropped() {
+                root.text = conv.stream.lend();
+                stream_epoch = Some(conv.stream.epoch());
+            }
+            applied
+        });
+        match applied {
+            // The content script sends the whole text at once (its next report).
+            Applied::Resync => return json!({ "ok": true, "resync": true, "fold": [], "watch": true }),
+            // An older report than the text held: dropped, and the next one comes whole (what
+            // the content script holds as sent may no longer be what this side holds).
+            Applied::Stale => return json!({ "ok": true, "resync": true, "fold": [], "watch": true }),
+            _ => {}
+        }
+    }
+    let answer = read_report(id, &snapshot, stream_epoch);
+    CONVS.with(|c| {
+        if let Some(conv) = c.borrow_mut().by_id.get_mut(&id) {
+            conv.history.keep(&mut snapshot.roots[..history_len]);
+        }
+    });
+    if stream_epoch.is_some() {
+        let text = std::mem::take(&mut snapshot.roots.last_mut().expect("a last root").text);
+        LAST_STREAM_LEN.with(|l| l.set(text.len()));
+        CONVS.with(|c| {
+            if let Some(conv) = c.borrow_mut().by_id.get_mut(&id) {
+                conv.stream.give_back(text);
+            }
+        });
+    }
+    answer
+}
+
+fn read_report(id: u64, snapshot: &PageSnapshot, stream_epoch: Option<u64>) -> Value {
+    let view = match interpret(snapshot) {
         Ok(view) => view,
         Err(e) => return json!({ "ok": false, "error": "snapshot-unreadable", "detail": format!("{e:?}") }),
     };
-    if view.identity.conv_key != v.conv_key {
-        return json!({ "ok": false, "error": crate::sender::ERR_SENDER_MISMATCH, "detail": "the snapshot is of another conversation" });
-    }
-    let id = attach(&v, &page_id);
     let now = io::now();
     let (_, stable_ms) = config();
     let mut resume: Option<(Vec<TranscriptEntry>, String, u64)> = None;
     let latest = view.latest_reply.as_ref().filter(|_| !view.awaiting_reply);
+    let last_index = snapshot.total_roots.saturating_sub(1);
+    let mut latest_done = view.latest_reply.as_ref().is_some_and(|r| r.finished());
     let (commands, generation, watch) = CONVS.with(|c| {
         let mut c = c.borrow_mut();
         let conv = c.by_id.get_mut(&id).expect("attached conversation exists");
@@ -224,27 +341,38 @@ pub async fn report(v: VerifiedSender, page_id: String, snapshot: PageSnapshot) 
         let mut settled = true;
         if let Some(reply) = latest {
             let (message_id, text) = (reply.entry.message_id(), reply.entry.text);
+            // The streamed text is known by its epoch and length; only an older, bounded
+            // message is compared by its text.
+            let streamed = stream_epoch.filter(|_| reply.entry.root_index == last_index);
+            let fingerprint = match streamed {
+                Some(epoch) => Seen::Stream(epoch, text.len()),
+                None => Seen::Text(text.to_string()),
+            };
             let changed_at = match &conv.reply {
-                Some((rid, seen, at)) if *rid == message_id && seen == text => *at,
+                Some((rid, seen, at)) if *rid == message_id && *seen == fingerprint => *at,
                 _ => now,
             };
-            conv.reply = Some((message_id.clone(), text.to_string(), changed_at));
+            conv.reply = Some((message_id.clone(), fingerprint, changed_at));
             // The adapter says whether the page shows it finished; the text must also have settled.
             let done = reply.finished() && now.saturating_sub(changed_at) >= stable_ms;
-            let seen = (message_id.clone(), text.to_string());
+            latest_done = done;
+            let resumed_from = |seen: &Option<(String, String)>| seen.as_ref().is_some_and(|(rid, t)| *rid == message_id && t == text);
             // Watched until it settles, also when a reply already acted on changes again.
-            settled = done || conv.resume_seen.as_ref() == Some(&seen) || (conv.engine.is_running() && conv.handled.contains(&message_id));
+            settled = done || resumed_from(&conv.resume_seen) || (conv.engine.is_running() && conv.handled.contains(&message_id));
             if conv.engine.is_running() {
                 if !conv.handled.contains(&message_id) {
-                    commands = conv.engine.handle(Event::ReplySnapshot { message_id: message_id.clone(), text: text.to_string(), done, now_ms: now });
+                    commands = match streamed {
+                        Some(epoch) => conv.engine.reply_stream(&message_id, text, epoch, done, now),
+                        None => conv.engine.handle(Event::ReplySnapshot { message_id: message_id.clone(), text: text.to_string(), done, now_ms: now }),
+                    };
                     if done {
-                        conv.handled.insert(message_id);
-                        conv.resume_seen = Some(seen);
+                        conv.handled.insert(message_id.clone());
+                        conv.resume_seen = Some((message_id, text.to_string()));
                     }
                 }
-            } else if done && conv.resume_seen.as_ref() != Some(&seen) {
+            } else if done && !resumed_from(&conv.resume_seen) {
                 conv.handled.insert(message_id.clone());
-                conv.resume_seen = Some(seen);
+                conv.resume_seen = Some((message_id.clone(), text.to_string()));
                 let transcript = view.transcript();
                 if has_pending_tool_reply(&transcript) {
                     resume = Some((transcript, message_id, conv.generation));
@@ -262,8 +390,9 @@ pub async fn report(v: VerifiedSender, page_id: String, snapshot: PageSnapshot) 
             }
         });
     }
+    // A reply still streaming (or settling) is not parsed for folding at every poll.
     let fold: Vec<Value> = view
-        .pending_folds()
+        .pending_folds_when(latest_done)
         .into_iter()
         .map(|(index, _, label)| json!({ "index": index, "key": label, "label": label.text() }))
         .collect();

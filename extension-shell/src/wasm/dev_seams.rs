@@ -9,6 +9,8 @@
 //! delivery stays halted) and stops the worker; the next instance finds the wake accepted and
 //! delivers it. Any other install ignores the value, and nothing in the extension's pages or
 //! messages writes it.
+//!
+//! The same holds for `herdrDevWholeSnapshots` (see [`whole_snapshots`]).
 
 use std::cell::RefCell;
 
@@ -44,4 +46,18 @@ pub fn hold_view() -> Value {
         "set": store::get(HOLD_BEFORE_BEGIN_KEY) == Some(Value::Bool(true)),
         "held": HELD.with(|h| h.borrow().clone()),
     })
+}
+
+/// `chrome.storage.local` key of the development-only whole-snapshot reports.
+pub const WHOLE_SNAPSHOTS_KEY: &str = "herdrDevWholeSnapshots";
+
+/// With `herdrDevWholeSnapshots` = `true` in an unpacked install, content scripts that start
+/// from now on send every report with the whole text of the page's last message, as before
+/// deltas: the baseline of the streaming figures (e2e/bench). Any other install ignores it.
+pub async fn whole_snapshots() -> bool {
+    if store::get(WHOLE_SNAPSHOTS_KEY) != Some(Value::Bool(true)) {
+        return false;
+    }
+    let install = io::wait(cio::install_type()).await.ok().and_then(|v| v.as_string()).unwrap_or_default();
+    install == "development"
 }

@@ -25,6 +25,8 @@ extern "C" {
     pub fn set_timer(ms: f64, callback: &Function);
     #[wasm_bindgen(js_name = nowMs)]
     pub fn now_ms() -> f64;
+    #[wasm_bindgen(js_name = perfNow)]
+    pub fn perf_now() -> f64;
     #[wasm_bindgen(js_name = syncSiteScripts)]
     pub fn sync_site_scripts(wanted: &JsValue) -> Promise;
     #[wasm_bindgen(js_name = extensionOrigin)]

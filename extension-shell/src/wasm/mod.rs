@@ -87,17 +87,53 @@ fn refused(error: &str) -> Value {
     json!({ "ok": false, "error": error })
 }
 
+/// The snapshot of a message: `snapshot_json` (a report: one string crosses into WASM and is
+/// parsed here, instead of a walk over the object's every property) or `snapshot`.
 fn snapshot_of(message: &Value) -> Result<ext_adapters::PageSnapshot, Value> {
+    let invalid = |e: serde_json::Error| json!({ "ok": false, "error": "snapshot-invalid", "detail": e.to_string() });
+    if let Some(raw) = message.get("snapshot_json").and_then(Value::as_str) {
+        return serde_json::from_str(raw).map_err(invalid);
+    }
     let raw = message.get("snapshot").cloned().unwrap_or(Value::Null);
-    serde_json::from_value(raw).map_err(|e| json!({ "ok": false, "error": "snapshot-invalid", "detail": e.to_string() }))
+    serde_json::from_value(raw).map_err(invalid)
+}
+
+/// A report with its snapshot as JSON text, read field by field (the strings only).
+fn report_fields(message: &JsValue) -> Option<Value> {
+    let get = |k: &str| js_sys::Reflect::get(message, &JsValue::from_str(k)).ok().and_then(|v| v.as_string());
+    if get("type").as_deref() != Some("h2w_report") {
+        return None;
+    }
+    let snapshot = get("snapshot_json")?;
+    Some(json!({ "type": "h2w_report", "site": get("site"), "convKey": get("convKey"), "pageId": get("pageId"), "snapshot_json": snapshot }))
+}
+
+/// The few fields of a `chrome.runtime.MessageSender` that are read, taken one by one (a
+/// sender carries the whole tab, and converting all of it took longer than a report).
+fn sender_fields(sender: &JsValue) -> Value {
+    let get = |o: &JsValue, k: &str| js_sys::Reflect::get(o, &JsValue::from_str(k)).unwrap_or(JsValue::UNDEFINED);
+    let tab = get(sender, "tab");
+    let mut out = serde_json::Map::new();
+    if tab.is_object() {
+        out.insert("tab".into(), json!({ "id": get(&tab, "id").as_f64().map(|f| f as i64), "url": get(&tab, "url").as_string() }));
+    }
+    out.insert("frameId".into(), json!(get(sender, "frameId").as_f64().map(|f| f as i64)));
+    out.insert("url".into(), json!(get(sender, "url").as_string()));
+    Value::Object(out)
 }
 
 /// Routes one `chrome.runtime.onMessage` message; the promise resolves to the reply.
 #[wasm_bindgen]
 pub async fn handle_message(message: JsValue, sender: JsValue) -> JsValue {
-    let message = io::from_js(&message);
-    let sender = io::from_js(&sender);
-    io::to_js(&route(message, sender).await)
+    let started = io::perf_now();
+    let message = report_fields(&message).unwrap_or_else(|| io::from_js(&message));
+    let sender = sender_fields(&sender);
+    let report = message.get("type").and_then(Value::as_str) == Some("h2w_report");
+    let answer = io::to_js(&route(message, sender).await);
+    if report {
+        bridge::record_report_time(io::perf_now() - started);
+    }
+    answer
 }
 
 async fn route(message: Value, sender: Value) -> Value {
@@ -116,7 +152,8 @@ async fn route(message: Value, sender: Value) -> Value {
             continuity::page_seen(verified.tab_id, &verified.conv_key);
             match kind.as_str() {
                 "h2w_hello" => match ext_adapters::adapter_for_url(&verified.conv_key) {
-                    Ok((adapter, _)) => json!({ "ok": true, "site": verified.site.name(), "selectors": adapter.selectors(), "composer": adapter.composer() }),
+                    Ok((adapter, _)) => json!({ "ok": true, "site": verified.site.name(), "selectors": adapter.selectors(), "composer": adapter.composer(),
+                        "whole_snapshots": dev_seams::whole_snapshots().await }),
                     Err(e) => json!({ "ok": false, "error": "unsupported-site", "detail": format!("{e:?}") }),
                 },
                 "h2w_report" => match snapshot_of(&message) {
@@ -158,6 +195,7 @@ async fn route(message: Value, sender: Value) -> Value {
         "h2w_handoff_cancel" if from_extension_page(&sender) => handoff::cancel(&message),
         "h2w_handoff_state" if from_extension_page(&sender) => handoff::state(),
         "h2w_status" if from_extension_page(&sender) => status().await,
+        "h2w_activity" if from_extension_page(&sender) => activity().await,
         "h2w_set_site" if from_extension_page(&sender) => set_site(&text("site"), message.get("enabled") == Some(&Value::Bool(true))).await,
         _ => refused("unsupported_message"),
     }
@@ -193,6 +231,18 @@ async fn set_site(site: &str, enabled: bool) -> Value {
     match sync_scripts().await {
         Ok(()) => json!({ "ok": true, "site": site.name(), "enabled": enabled }),
         Err(e) => json!({ "ok": false, "error": "content-script-registration-failed", "detail": e }),
+    }
+}
+
+/// The runtime's newest activity-log entries of calls made through the extension (options
+/// page), read through the host's read-only `GET /activity`.
+async fn activity() -> Value {
+    let failed = |error: &str, detail: String| json!({ "ok": false, "error": error, "detail": detail });
+    match port::http("GET", "/activity?caller=extension&limit=20", json!({ "accept": "application/json" }), None, 5_000).await {
+        Ok(a) if a.status == 200 => serde_json::from_str::<Value>(&a.body).unwrap_or_else(|e| failed("bad-answer", e.to_string())),
+        Ok(a) => failed("runtime-refused", format!("GET /activity answered {}", a.status)),
+        Err(port::PortFailure::NotSent { code, detail } | port::PortFailure::Host { code, detail }) => failed(&code, detail),
+        Err(port::PortFailure::Lost { detail }) => failed("native-port-lost", detail),
     }
 }
 
@@ -283,6 +333,18 @@ pub async fn call_tool_oneshot(tool: String, arguments: JsValue) -> JsValue {
         Ok(v) => v,
         Err(e) => io::to_js(&json!({ "ok": false, "error": format!("{e:?}") })),
     }
+}
+
+/// Worker time of the page reports so far (figures script): `[[ms, streamed bytes], ...]`.
+#[wasm_bindgen]
+pub fn report_times(clear: bool) -> JsValue {
+    io::to_js(&bridge::report_times(clear))
+}
+
+/// The streamed length of the newest report (figures script, polled while it waits).
+#[wasm_bindgen]
+pub fn last_report_len() -> u32 {
+    bridge::last_report_len() as u32
 }
 
 /// The catalog as a page would get it, for measuring cold start to catalog ready.

@@ -19,6 +19,14 @@
   let reporting = false;
   let reportAgain = false;
   let indicatorTimer = null;
+  // The page's last message as the worker holds it ({key, rev, text}), so a report carries
+  // only what was appended since (ext-adapters' `reply_text`); null: send it whole.
+  let held = null;
+  let nextRev = 0;
+  // The older messages' texts the worker holds, by root: sent as `held`, without the text.
+  let heldHistory = new Map();
+  // Development baseline (the worker's word, unpacked installs only): always whole.
+  let wholeSnapshots = false;
   window.__herdrBridge = { pageId };
 
   const convKey = () => location.origin + location.pathname.replace(/\/+$/, '');
@@ -86,20 +94,45 @@
   let composingNow = false;
   document.addEventListener('compositionstart', () => (composingNow = true), true);
   document.addEventListener('compositionend', () => (composingNow = false), true);
-  function snapshot() {
+  // `stream`: a report's snapshot, whose last message may be sent as a delta of `held`;
+  // it receives what the worker will hold once it took the report.
+  function snapshot(stream = null) {
     const roots = allRoots();
     const from = Math.max(0, roots.length - sel.max_roots);
     const picked = roots.slice(from).map((root, i) => {
       const index = from + i;
       const last = index === roots.length - 1;
       const full = lineText(lastOutermost(root)).trim();
-      const text = last ? full : full.slice(0, sel.history_text_chars);
+      let text = last ? full : full.slice(0, sel.history_text_chars);
+      let rev;
+      let delta;
+      let kept = false;
+      const key = `${index}|${root.id || ''}`;
+      const text_truncated = text.length < full.length;
+      if (!last && stream && !wholeSnapshots) {
+        kept = heldHistory.get(key) === text;
+        stream.history.set(key, text);
+        if (kept) text = '';
+      }
+      if (last && stream && !wholeSnapshots) {
+        if (held && held.key === key && full.startsWith(held.text)) {
+          rev = full.length === held.text.length ? held.rev : ++nextRev;
+          delta = { base_rev: held.rev, base_len: held.text.length, append: full.slice(held.text.length) };
+          text = '';
+        } else {
+          rev = ++nextRev;
+        }
+        stream.next = { key, rev, text: full };
+      }
       return {
         index,
         dom_id: root.id || undefined,
         probes: sel.probes.filter((p) => root.matches(p.selector) || root.querySelector(p.selector)).map((p) => p.name),
         text,
-        text_truncated: text.length < full.length,
+        text_truncated,
+        rev,
+        delta,
+        held: kept || undefined,
         head: (root.textContent || '').trimStart().slice(0, sel.head_chars),
         folded: root.dataset.h2wFoldKey || undefined,
       };
@@ -132,7 +165,15 @@
     }
     reporting = true;
     try {
-      const answer = await ask({ type: 'h2w_report', snapshot: snapshot() });
+      const stream = { next: null, history: new Map() };
+      // As JSON text: one string for the worker to take in, not an object to walk.
+      const shot = snapshot(stream);
+      const answer = await ask(wholeSnapshots ? { type: 'h2w_report', snapshot: shot } : { type: 'h2w_report', snapshot_json: JSON.stringify(shot) });
+      // The worker holds this text now; after a refusal or a resync it holds none we know.
+      const taken = answer?.ok && !answer.resync;
+      held = taken ? stream.next : null;
+      heldHistory = taken ? stream.history : new Map();
+      if (answer?.resync) reportAgain = true;
       if (answer?.ok) {
         for (const f of answer.fold || []) fold(allRoots()[f.index], f.key, f.label);
         watching = !!answer.watch;
@@ -382,6 +423,7 @@
     }
     sel = answer.selectors;
     strategy = answer.composer;
+    wholeSnapshots = answer.whole_snapshots === true;
     window.__herdrBridge.ready = true;
     document.documentElement.dataset.herdrBridge = 'ready';
     new MutationObserver(() => {

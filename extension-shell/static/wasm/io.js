@@ -44,6 +44,10 @@ export function nowMs() {
   return Date.now();
 }
 
+export function perfNow() {
+  return performance.now();
+}
+
 export function extensionOrigin() {
   return `chrome-extension://${chrome.runtime.id}/`;
 }
