@@ -8,7 +8,7 @@ import { join } from 'node:path';
 
 export const CHROMIUM = process.env.HERDR_E2E_CHROMIUM || '/usr/bin/chromium';
 
-export async function launch({ extensionDir = null, userDataDir = mkdtempSync(join(tmpdir(), 'herdr-e2e-profile-')), env = undefined } = {}) {
+export async function launch({ extensionDir = null, userDataDir = mkdtempSync(join(tmpdir(), 'herdr-e2e-profile-')), env = undefined, lang = null } = {}) {
   const args = [
     '--no-sandbox',
     '--disable-gpu',
@@ -18,6 +18,8 @@ export async function launch({ extensionDir = null, userDataDir = mkdtempSync(jo
     '--disable-component-update',
     '--disable-quic',
   ];
+  // The browser's UI language (chrome.i18n): `--lang` plus LANGUAGE in `env`, which Linux builds read.
+  if (lang) args.push(`--lang=${lang}`);
   if (extensionDir) {
     args.push(`--disable-extensions-except=${extensionDir}`, `--load-extension=${extensionDir}`);
   }

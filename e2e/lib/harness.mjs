@@ -143,7 +143,8 @@ export async function startRuntime(name, { herdr = false, extension = false } = 
 
 /// Starts runtime + Chromium (+ host registration) for test `name`; `herdr: true` puts
 /// a Herdr simulator (`stack.herdrSim`) behind the runtime.
-export async function startStack(name, { sites = [], herdr = false } = {}) {
+/// `lang` (e.g. 'zh-CN') starts Chromium with that UI language.
+export async function startStack(name, { sites = [], herdr = false, lang = null } = {}) {
   const stack = await startRuntime(name, { herdr, extension: true });
   const { tmp, logs, socket } = stack;
   try {
@@ -157,7 +158,8 @@ export async function startStack(name, { sites = [], herdr = false } = {}) {
     execFileSync(join(BIN_DIR, 'herdr-nmhost'), ['install', '--user-data-dir', profile, '--binary', wrapper], { stdio: 'pipe' });
 
     const env = { ...process.env, HERDR_EXTENSION_IPC_SOCKET: socket, HERDR_NMHOST_LOG: 'debug' };
-    const { context } = await launch({ extensionDir: EXTENSION_DIR, userDataDir: profile, env });
+    if (lang) Object.assign(env, { LANGUAGE: lang.replace('-', '_'), LANG: `${lang.replace('-', '_')}.UTF-8` });
+    const { context } = await launch({ extensionDir: EXTENSION_DIR, userDataDir: profile, env, lang });
     stack.context = context;
     stack.store = await installFixtureSites(context);
     const sw = await serviceWorker(context);

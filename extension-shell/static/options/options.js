@@ -1,7 +1,10 @@
 // Options / popup page: shows what the service worker reports and sends the user's switch
 // clicks to it. The service worker (Rust) owns the state; this page only renders it.
 
+import { t, localize } from '../i18n.js';
+
 const $ = (id) => document.getElementById(id);
+localize();
 
 function row(table, cells, cls = []) {
   const tr = document.createElement('tr');
@@ -15,7 +18,7 @@ function row(table, cells, cls = []) {
 }
 
 function layer(table, name, ok, detail, fix) {
-  row(table, [name, ok ? 'ok' : 'not working', detail, ok ? '' : fix], ['', ok ? 'ok' : 'bad', '', 'fix']);
+  row(table, [name, ok ? t('layerOk') : t('layerBad'), detail, ok ? '' : fix], ['', ok ? 'ok' : 'bad', '', 'fix']);
 }
 
 async function render() {
@@ -23,19 +26,19 @@ async function render() {
   const layers = $('layers');
   layers.tBodies[0].replaceChildren();
   if (!status?.ok) {
-    layer(layers, 'Service worker', false, status?.error ?? 'no answer', 'Reload the extension on chrome://extensions');
+    layer(layers, t('layerServiceWorker'), false, status?.error ?? t('noAnswer'), t('reloadExtension'));
     return status;
   }
-  layer(layers, 'Native host', status.nativeHost.ok, status.nativeHost.detail ?? status.nativeHost.error, status.nativeHost.fix);
-  layer(layers, 'Runtime', status.runtime.ok, status.runtime.ok ? `herdr-mcp ${status.runtime.version ?? ''}` : '', status.runtime.fix);
+  layer(layers, t('layerNativeHost'), status.nativeHost.ok, status.nativeHost.detail ?? status.nativeHost.error, status.nativeHost.fix);
+  layer(layers, t('layerRuntime'), status.runtime.ok, status.runtime.ok ? `herdr-mcp ${status.runtime.version ?? ''}` : '', status.runtime.fix);
   const contract = status.runtime.contract;
-  row(layers, ['Contract', contract ? `epoch ${contract.epoch}` : '—', contract?.hash ?? '']);
-  row(layers, ['Tools', status.tools == null ? '—' : String(status.tools), '']);
+  row(layers, [t('layerContract'), contract ? `epoch ${contract.epoch}` : '—', contract?.hash ?? '']);
+  row(layers, [t('layerTools'), status.tools == null ? '—' : String(status.tools), '']);
   layer(layers, 'Herdr', status.herdr.ok, status.herdr.detail ?? '', status.herdr.fix);
   for (const box of document.querySelectorAll('input[data-site]')) box.checked = !!status.sites[box.dataset.site];
   const convs = $('conversations');
   convs.tBodies[0].replaceChildren();
-  if (!status.conversations.length) row(convs, ['No bridged conversation open.']);
+  if (!status.conversations.length) row(convs, [t('noConversation')]);
   for (const c of status.conversations) row(convs, [c.key, c.state]);
   document.body.dataset.ready = '1';
   return status;
@@ -45,8 +48,8 @@ for (const box of document.querySelectorAll('input[data-site]')) {
   box.addEventListener('change', async () => {
     const answer = await chrome.runtime.sendMessage({ type: 'h2w_set_site', site: box.dataset.site, enabled: box.checked });
     $('site-result').textContent = answer?.ok
-      ? `${answer.site} is now ${answer.enabled ? 'on — reload its open tabs' : 'off'}.`
-      : `Could not change the site: ${answer?.error ?? 'no answer'}`;
+      ? t(answer.enabled ? 'siteNowOn' : 'siteNowOff', answer.site)
+      : t('siteNotChanged', answer?.error ?? t('noAnswer'));
     $('site-result').dataset.state = answer?.ok ? `${box.dataset.site}:${box.checked ? 'on' : 'off'}` : 'error';
   });
 }
@@ -71,15 +74,37 @@ $('continuity-form').addEventListener('submit', async (event) => {
   const answer = await chrome.runtime.sendMessage(message);
   const result = $('continuity-result');
   if (answer?.ok) {
-    result.textContent = `Saved: progress tick ${answer.settings.progressTickSec} s, cooldown ${answer.settings.progressFallbackSec} s.`;
+    result.textContent = t('saved', answer.settings.progressTickSec, answer.settings.progressFallbackSec);
     result.dataset.state = 'saved';
   } else {
     settingInputs[answer?.field]?.setAttribute('aria-invalid', 'true');
-    result.textContent = `Not saved: ${answer?.detail ?? answer?.error ?? 'no answer from the service worker'}`;
+    result.textContent = t('notSaved', answer?.detail ?? answer?.error ?? t('noServiceWorker'));
     result.dataset.state = 'error';
   }
 });
 
+// Activity: the runtime's log of this browser's calls (newest first), through the worker.
+async function loadActivity() {
+  const table = $('activity');
+  const answer = await chrome.runtime.sendMessage({ type: 'h2w_activity' });
+  table.tBodies[0].replaceChildren();
+  const result = $('activity-result');
+  if (!answer?.ok) {
+    result.textContent = t('activityFailed', answer?.detail ?? answer?.message ?? answer?.error ?? t('noAnswer'));
+    result.dataset.state = 'error';
+    return;
+  }
+  result.textContent = answer.entries.length ? '' : t('activityEmpty');
+  for (const e of answer.entries) {
+    const when = new Date(e.at_ms).toLocaleString();
+    const outcome = e.outcome === 'ok' ? 'ok' : t('outcomeError', e.code ?? '');
+    row(table, [when, e.tool, e.root ?? '', outcome, `${e.duration_ms} ms`, JSON.stringify(e.args)], ['', '', '', e.outcome === 'ok' ? 'ok' : 'bad', '', 'args']);
+  }
+  result.dataset.state = `entries:${answer.entries.length}`;
+}
+
+$('activity-refresh').addEventListener('click', loadActivity);
 $('refresh').addEventListener('click', render);
 render();
 loadContinuitySettings();
+loadActivity();

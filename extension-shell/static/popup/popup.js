@@ -2,7 +2,10 @@
 // The service worker (Rust) owns the state and every rule; this page renders what it answers
 // and sends the user's clicks. Opened as `popup.html?tab=<id>` it shows that tab (tests).
 
+import { t, localize } from '../i18n.js';
+
 const $ = (id) => document.getElementById(id);
+localize();
 const tabParam = Number(new URLSearchParams(location.search).get('tab')) || undefined;
 const send = (message) => chrome.runtime.sendMessage(message).catch((e) => ({ ok: false, error: 'service-worker-unavailable', detail: String(e) }));
 let page = null;
@@ -29,11 +32,11 @@ function bindingItem(view, { withUnbind }) {
   li.appendChild(el('span', { class: 'what' }, `${b.workspace_label || workspaceName(b.workspace)} ← ${b.active_conv_key || b.conv_key}`));
   li.appendChild(el('span', { class: `state ${b.status}` }, `${b.status}${view.auto ? ' · auto' : ''}${b.scope === 'pending' ? ' · pending' : ''}`));
   if (withUnbind) {
-    const button = el('button', { type: 'button', 'data-unbind': b.key }, 'Unbind');
+    const button = el('button', { type: 'button', 'data-unbind': b.key }, t('unbind'));
     button.addEventListener('click', async () => {
       const answer = await send({ type: 'h2w_unbind', convKey: b.conv_key, workspace: b.workspace });
       await render();
-      say(answer.ok ? 'Unbound.' : `Could not unbind: ${answer.error}`, answer.ok ? 'unbound' : 'error');
+      say(answer.ok ? t('unbound') : t('notUnbound', answer.error), answer.ok ? 'unbound' : 'error');
     });
     li.appendChild(button);
   }
@@ -44,15 +47,15 @@ function pendingItem(wake) {
   const li = el('li', { 'data-pending': wake.id });
   li.appendChild(el('span', { class: 'what' }, `${wake.kind} → ${wake.conv_key}`));
   // Uncertain: the chat may already show it; sending it again is the user's call.
-  li.appendChild(el('span', { class: 'state', 'data-uncertain': String(!!wake.uncertain) }, wake.uncertain ? `${wake.reason} · may already be in the chat` : wake.reason));
-  const now = el('button', { type: 'button', 'data-send': wake.id }, 'Send now');
+  li.appendChild(el('span', { class: 'state', 'data-uncertain': String(!!wake.uncertain) }, wake.uncertain ? `${wake.reason} · ${t('mayAlreadyBeInChat')}` : wake.reason));
+  const now = el('button', { type: 'button', 'data-send': wake.id }, t('sendNow'));
   now.addEventListener('click', async () => {
     now.disabled = true;
     const answer = await send({ type: 'h2w_send_pending', id: wake.id });
     await render();
-    say(answer.ok ? 'Sent.' : `Not sent: ${answer.result?.error ?? answer.error}`, answer.ok ? 'sent' : 'error');
+    say(answer.ok ? t('sent') : t('notSent', answer.result?.error ?? answer.error), answer.ok ? 'sent' : 'error');
   });
-  const drop = el('button', { type: 'button', 'data-dismiss': wake.id }, 'Dismiss');
+  const drop = el('button', { type: 'button', 'data-dismiss': wake.id }, t('dismiss'));
   drop.addEventListener('click', async () => {
     await send({ type: 'h2w_dismiss_pending', id: wake.id });
     await render();
@@ -65,25 +68,25 @@ function pendingItem(wake) {
 async function render() {
   const answer = await send({ type: 'h2w_continuity_page', tabId: tabParam });
   if (!answer?.ok) {
-    say(`The extension did not answer: ${answer?.error ?? 'no answer'}`, 'error');
+    say(t('extensionNoAnswer', answer?.error ?? t('noAnswer')), 'error');
     return;
   }
   page = answer.page;
   $('page-key').textContent = page ? page.convKey : '';
   $('page-error').hidden = !!page;
-  $('page-error').textContent = page ? '' : 'This tab shows no conversation that can be bound (open a chat on chatgpt.com).';
+  $('page-error').textContent = page ? '' : t('noBindablePage');
   for (const id of ['bind-row', 'auto-row']) $(id).hidden = !page;
   const select = $('workspace');
   select.replaceChildren();
   for (const choice of answer.workspaces) {
-    const option = el('option', { value: JSON.stringify(choice.workspace) }, `${choice.label}${choice.workspace.kind === 'root' ? ' (root)' : ''}`);
+    const option = el('option', { value: JSON.stringify(choice.workspace) }, `${choice.label}${choice.workspace.kind === 'root' ? t('rootSuffix') : ''}`);
     select.appendChild(option);
   }
-  if (!answer.workspaces.length) select.appendChild(el('option', { value: '' }, 'No workspace or root (is the runtime running?)'));
+  if (!answer.workspaces.length) select.appendChild(el('option', { value: '' }, t('noWorkspace')));
   $('auto').checked = !!page?.auto;
   const list = (id, items, make) => {
     $(id).replaceChildren(...items.map(make));
-    if (!items.length) $(id).appendChild(el('li', { class: 'note' }, 'None.'));
+    if (!items.length) $(id).appendChild(el('li', { class: 'note' }, t('none')));
   };
   list('page-bindings', answer.bindings, (v) => bindingItem(v, { withUnbind: true }));
   list('pending', answer.pending, pendingItem);
@@ -97,17 +100,17 @@ $('bind').addEventListener('click', async () => {
   const raw = $('workspace').value;
   if (!raw || !page) return;
   const workspace = JSON.parse(raw);
-  const label = $('workspace').selectedOptions[0]?.textContent.replace(/ \(root\)$/, '');
+  const label = $('workspace').selectedOptions[0]?.textContent.replace(t('rootSuffix'), '');
   const answer = await send({ type: 'h2w_bind', tabId: page.tabId, workspace, label });
   await render();
-  say(answer.ok ? `Bound to ${label}.` : `Could not bind: ${answer.error}`, answer.ok ? 'bound' : 'error');
+  say(answer.ok ? t('boundTo', label) : t('notBound', answer.error), answer.ok ? 'bound' : 'error');
 });
 
 $('auto').addEventListener('change', async () => {
   if (!page) return;
   const answer = await send({ type: 'h2w_set_auto', convKey: page.convKey, enabled: $('auto').checked });
   await render();
-  say(answer.ok ? `Auto is ${answer.auto ? 'on' : 'off'}.` : `Could not change Auto: ${answer.error}`, answer.ok ? `auto:${answer.auto ? 'on' : 'off'}` : 'error');
+  say(answer.ok ? t(answer.auto ? 'autoOn' : 'autoOff') : t('autoNotChanged', answer.error), answer.ok ? `auto:${answer.auto ? 'on' : 'off'}` : 'error');
 });
 
 render();
