@@ -236,6 +236,29 @@ async fn devices_latency(http: &Http, token: &str, n: usize) -> (f64, f64, usize
     (pct(&times, 0.5), pct(&times, 0.99), rows)
 }
 
+/// `GET /devices` (the whole inventory, as `herdr_devices` for a connector
+/// builds it) `n` times with `me`'s credential: (p50, p99) in ms and the rows.
+async fn inventory_latency(http: &Http, me: &Device, n: usize) -> (f64, f64, usize) {
+    let mut times = Vec::with_capacity(n);
+    let mut rows = 0;
+    for _ in 0..n {
+        let t = Instant::now();
+        let r = http
+            .client
+            .get(format!("{}/devices", http.base))
+            .header("authorization", format!("Bearer {}", me.secret))
+            .header("x-herdr-workstation", &me.id)
+            .send()
+            .await
+            .expect("GET /devices");
+        let text = r.text().await.unwrap_or_default();
+        times.push(t.elapsed());
+        rows = serde_json::from_str::<Value>(&text).ok().and_then(|v| v["devices"].as_array().map(Vec::len)).unwrap_or(0);
+    }
+    times.sort();
+    (pct(&times, 0.5), pct(&times, 0.99), rows)
+}
+
 /// Runs `call` from [`CLIENTS`] tasks for `seconds`: (calls/s, p50 ms, errors).
 async fn throughput<F, Fut>(seconds: f64, call: F) -> (f64, f64, usize)
 where
@@ -423,7 +446,7 @@ async fn bench() {
     }
 
     println!("edge fleet bench: {} (load {})", env!("CARGO_PKG_VERSION"), load());
-    println!("links | enroll s | connect s | edge CPU idle | edge RSS MiB | RSS/link KiB | herdr_devices p50/p99 ms (rows) | fs_read via edge, {CLIENTS} clients");
+    println!("links | enroll s | connect s | edge CPU idle | edge RSS MiB | RSS/link KiB | herdr_devices p50/p99 ms (rows) | GET /devices p50/p99 ms (rows) | fs_read via edge, {CLIENTS} clients");
 
     let up = Arc::new(AtomicUsize::new(1));
     let status_answers = Arc::new(AtomicU64::new(0));
@@ -473,6 +496,7 @@ async fn bench() {
         };
         last_rss = Some((n, rss));
         let (p50, p99, rows) = devices_latency(&http, &token, 50).await;
+        let (ip50, ip99, irows) = inventory_latency(&http, &ws0, 20).await;
         let (h2, t2, a2) = (http.client.clone(), token.clone(), read_args.clone());
         let base2 = base.clone();
         let ws_before = cpu(&workstation);
@@ -490,7 +514,7 @@ async fn bench() {
             one_link_rate = Some(rate);
         }
         println!(
-            "{n:>5} | {enroll_s:>8.1} | {connect_s:>9.1} | {idle_pct:>12.2}% | {:>12.1} | {per_link:>12} | {p50:>6.2}/{p99:.2} ({rows}) | {rate:>7.0} calls/s, p50 {rp50:.2} ms, {errors} errors, workstation CPU {ws_per_call_us:.0} µs/call ({:.2}× the 1-link rate)",
+            "{n:>5} | {enroll_s:>8.1} | {connect_s:>9.1} | {idle_pct:>12.2}% | {:>12.1} | {per_link:>12} | {p50:>6.2}/{p99:.2} ({rows}) | {ip50:>6.2}/{ip99:.2} ({irows}) | {rate:>7.0} calls/s, p50 {rp50:.2} ms, {errors} errors, workstation CPU {ws_per_call_us:.0} µs/call ({:.2}× the 1-link rate)",
             rss as f64 / 1024.0,
             rate / one_link_rate.unwrap_or(rate),
         );
@@ -518,6 +542,9 @@ async fn bench() {
     let log = std::fs::read_to_string(h.join("edge.log")).unwrap_or_default();
     let warnings = log.lines().filter(|l| l.contains("WARN") || l.contains("ERROR")).count();
     println!("edge log: {warnings} warning/error lines");
+    for l in log.lines().filter(|l| l.contains("WARN") || l.contains("ERROR")).take(5) {
+        println!("      {l}");
+    }
     drop(link);
     drop(edge);
 }

@@ -209,16 +209,28 @@ impl LocalRuntime {
 
     /// MCP `tools/call` on the runtime (stateless POST /mcp); the `CallToolResult`.
     pub async fn call_tool(&self, name: &str, arguments: Value, timeout: Duration) -> Result<Value, LocalError> {
+        let raw = self.call_tool_text(name, arguments, timeout).await?;
+        serde_json::from_str(&raw).map_err(|e| LocalError::after_send("runtime_unavailable", format!("the runtime's result: {e}")))
+    }
+
+    /// [`Self::call_tool`] as JSON text: the runtime's own text of the result
+    /// when its answer is a plain JSON-RPC reply (checked to be JSON, passed on
+    /// without building and re-encoding a tree of it), else the parsed result
+    /// written out again.
+    pub async fn call_tool_text(&self, name: &str, arguments: Value, timeout: Duration) -> Result<String, LocalError> {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}});
         let sent = self.request(Method::POST, "/mcp", Some(body.to_string().into_bytes()));
         let (status, body) = tokio::time::timeout(timeout, sent).await.map_err(|_| {
             LocalError::after_send("request_timeout", format!("the local runtime gave no answer within {} ms", timeout.as_millis()))
         })??;
+        if let Some(raw) = std::str::from_utf8(&body).ok().and_then(|text| member_text(text, "result")) {
+            return Ok(raw.to_string());
+        }
         let mut message = parse_answer(&body).ok_or_else(|| {
             LocalError::after_send("runtime_unavailable", format!("the local runtime answered {status} with no JSON-RPC reply"))
         })?;
         if let Some(result) = message.get_mut("result") {
-            return Ok(result.take());
+            return Ok(result.take().to_string());
         }
         let err = message.get("error").cloned().unwrap_or(Value::Null);
         Err(LocalError {
@@ -230,6 +242,46 @@ impl LocalRuntime {
             retryable: false,
             delivery_state: DeliveryState::Delivered,
         })
+    }
+}
+
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while b.get(i).is_some_and(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r')) {
+        i += 1;
+    }
+    i
+}
+
+/// The text of the member `key` of the JSON object `text` (top level only),
+/// itself checked to be one JSON value; `None` when `text` does not start as
+/// such an object or lacks the member before a malformed part.
+fn member_text<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    let b = text.as_bytes();
+    let mut i = skip_ws(b, 0);
+    if b.get(i) != Some(&b'{') {
+        return None;
+    }
+    i += 1;
+    loop {
+        i = skip_ws(b, i);
+        let mut keys = serde_json::Deserializer::from_str(&text[i..]).into_iter::<String>();
+        let k = keys.next()?.ok()?;
+        i = skip_ws(b, i + keys.byte_offset());
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        i = skip_ws(b, i + 1);
+        let mut values = serde_json::Deserializer::from_str(&text[i..]).into_iter::<serde::de::IgnoredAny>();
+        values.next()?.ok()?;
+        let end = i + values.byte_offset();
+        if k == key {
+            return Some(&text[i..end]);
+        }
+        i = skip_ws(b, end);
+        if b.get(i) != Some(&b',') {
+            return None;
+        }
+        i += 1;
     }
 }
 
@@ -248,6 +300,19 @@ fn parse_answer(body: &[u8]) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_result_member_is_found_as_the_runtime_wrote_it() {
+        let body = r#" { "jsonrpc" : "2.0", "id":1 ,"result" : {"content":[{"type":"text","text":"a \"}\" b"}],"n":-1.5e3} } "#;
+        assert_eq!(member_text(body, "result"), Some(r#"{"content":[{"type":"text","text":"a \"}\" b"}],"n":-1.5e3}"#));
+        assert_eq!(member_text(body, "id"), Some("1"));
+        assert_eq!(member_text(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602}}"#, "result"), None);
+        assert_eq!(member_text(r#"{"a\u0072esult":1}"#, "result"), None, "a key is compared decoded");
+        assert_eq!(member_text(r#"{"ar":1,"result":2}"#, "result"), Some("2"));
+        for bad in ["", "[]", r#"{"result":{"x":}}"#, r#"{"result" {}}"#, r#"{"id":1 "result":{}}"#, "data: {}"] {
+            assert_eq!(member_text(bad, "result"), None, "{bad}");
+        }
+    }
 
     #[test]
     fn answers_from_json_or_sse() {

@@ -324,17 +324,23 @@ async fn serve_request(local: &LocalRuntime, req: ToolRequest, generation: Optio
         })
         .encode()
     };
-    match local.call_tool(&req.operation, req.arguments.unwrap_or(Value::Object(Default::default())), timeout).await {
+    match local.call_tool_text(&req.operation, req.arguments.unwrap_or(Value::Object(Default::default())), timeout).await {
         Ok(result) => {
-            let text = Frame::ToolResult(ToolResult {
+            let mut text = Frame::ToolResult(ToolResult {
                 workstation_id: ws.clone(),
                 request_id: id.clone(),
-                result: Some(result),
+                result: None,
                 served_at_ms: now_ms(),
                 runtime_generation: generation.clone(),
                 transport_name: Some("unix".into()),
             })
             .encode();
+            // The runtime's result as it wrote it (already checked to be JSON),
+            // spliced in as the frame's last member instead of parsed and encoded again.
+            text.pop();
+            text.push_str(",\"result\":");
+            text.push_str(&result);
+            text.push('}');
             if text.len() > relay::MAX_EDGE_INBOUND {
                 return error(
                     "payload_too_large",
