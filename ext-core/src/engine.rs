@@ -30,6 +30,20 @@ pub struct EngineConfig {
     pub max_repairs: u32,
     /// A call without an answer after this long is reported as `delivery_unknown`.
     pub call_timeout_ms: u64,
+    /// Rounds of tool results one task may send. A reply asking for more calls after that
+    /// many gets one last TOOL_RESULT saying the limit was reached (its calls not run) and
+    /// the loop stops. 0 is taken as 1.
+    #[serde(default = "default_max_rounds")]
+    pub max_rounds: u32,
+}
+
+/// Rounds per task unless the user sets another limit (options page).
+pub const DEFAULT_MAX_ROUNDS: u32 = 24;
+/// The error of a call the round limit kept from running.
+pub const ERR_ROUND_LIMIT: &str = "round_limit";
+
+fn default_max_rounds() -> u32 {
+    DEFAULT_MAX_ROUNDS
 }
 
 impl Default for EngineConfig {
@@ -40,6 +54,7 @@ impl Default for EngineConfig {
             result_send_delay_ms: 650,
             max_repairs: 3,
             call_timeout_ms: 150_000,
+            max_rounds: DEFAULT_MAX_ROUNDS,
         }
     }
 }
@@ -103,6 +118,8 @@ pub enum StopReason {
     RepeatedInvalidToolJson,
     ReplyTimeout,
     SubmitFailed,
+    /// The task sent [`EngineConfig::max_rounds`] rounds of tool results.
+    RoundLimit,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -164,7 +181,8 @@ struct Slot {
 enum Phase {
     AwaitingReply { parser: ToolCallParser, message_id: Option<String>, deadline_ms: u64 },
     Executing { message_id: String, slots: Vec<Slot>, variants: Vec<Variant> },
-    Sending { kind: MessageKind, text: String, at_ms: u64 },
+    /// `last`: the task stops once this message is sent (the round limit's final TOOL_RESULT).
+    Sending { kind: MessageKind, text: String, at_ms: u64, last: bool },
 }
 
 #[derive(Debug, Clone)]
@@ -172,6 +190,8 @@ struct Task {
     id: TaskId,
     catalog: Catalog,
     round: u32,
+    /// TOOL_RESULT messages sent (repairs not counted), against the round limit.
+    tool_rounds: u32,
     repairs: u32,
     phase: Phase,
 }
@@ -211,7 +231,7 @@ impl Engine {
         Engine {
             conv_key: conv_key.to_string(),
             site,
-            config: EngineConfig { max_parallel: config.max_parallel.max(1), ..config },
+            config: EngineConfig { max_parallel: config.max_parallel.max(1), max_rounds: config.max_rounds.max(1), ..config },
             journal,
             next_task: 1,
             task: None,
@@ -287,7 +307,7 @@ impl Engine {
             return;
         };
         let message = render_task_message(&tools, self.site, &text);
-        self.task = Some(Task { id, catalog: Catalog::from_tools(&tools), round: 0, repairs: 0, phase: self.awaiting(now) });
+        self.task = Some(Task { id, catalog: Catalog::from_tools(&tools), round: 0, tool_rounds: 0, repairs: 0, phase: self.awaiting(now) });
         out.push(Command::SendMessage { task: id, kind: MessageKind::Task, text: message });
         self.after_send(now, out);
     }
@@ -356,7 +376,7 @@ impl Engine {
                     return;
                 }
                 let text = render_repair(outcome.state, &outcome.problems);
-                task.phase = Phase::Sending { kind: MessageKind::Repair, text, at_ms: now + delay };
+                task.phase = Phase::Sending { kind: MessageKind::Repair, text, at_ms: now + delay, last: false };
                 out.push(Command::Status { task: task.id, status: Status::Repairing { attempt: task.repairs } });
                 out.push(Command::WakeAt { at_ms: now + delay });
             }
@@ -368,7 +388,19 @@ impl Engine {
     }
 
     fn start_calls(&mut self, message_id: String, outcome: ParseOutcome, now: u64, out: &mut Vec<Command>) {
+        let (max_rounds, delay) = (self.config.max_rounds, self.config.result_send_delay_ms);
         let Some(task) = &mut self.task else { return };
+        if task.tool_rounds >= max_rounds {
+            // The limit: nothing of this reply runs; the model is told once, then the loop ends.
+            let detail = round_limit_detail(max_rounds);
+            let rows = outcome.calls.iter().enumerate().map(|(i, c)| ResultRow::failure(i + 1, &c.tool.chars().take(64).collect::<String>(), ERR_ROUND_LIMIT, &detail)).collect();
+            let text = render_tool_result(rows, &outcome.variants);
+            task.phase = Phase::Sending { kind: MessageKind::ToolResult, text, at_ms: now + delay, last: true };
+            out.push(Command::Fold);
+            out.push(Command::Status { task: task.id, status: Status::SendingResults { round: task.round } });
+            out.push(Command::WakeAt { at_ms: now + delay });
+            return;
+        }
         let checked = validate_calls(&outcome.calls, &task.catalog);
         let repeats = repeated_reads(&checked);
         let slots = checked
@@ -453,7 +485,7 @@ impl Engine {
             })
             .collect();
         let text = render_tool_result(rows, variants);
-        task.phase = Phase::Sending { kind: MessageKind::ToolResult, text, at_ms: now + delay };
+        task.phase = Phase::Sending { kind: MessageKind::ToolResult, text, at_ms: now + delay, last: false };
         out.push(Command::Status { task: task.id, status: Status::SendingResults { round: task.round } });
         out.push(Command::WakeAt { at_ms: now + delay });
     }
@@ -515,8 +547,19 @@ impl Engine {
         let timeout = self.config.reply_idle_timeout_ms;
         let Some(task) = &mut self.task else { return };
         match &mut task.phase {
-            Phase::Sending { kind, text, at_ms } if now >= *at_ms => {
-                let (kind, text) = (*kind, std::mem::take(text));
+            Phase::Sending { kind, text, at_ms, last } if now >= *at_ms => {
+                let (kind, text, last) = (*kind, std::mem::take(text), *last);
+                if last {
+                    let id = task.id;
+                    self.task = None;
+                    out.push(Command::SendMessage { task: id, kind, text });
+                    out.push(Command::Fold);
+                    out.push(Command::Stop { task: id, reason: StopReason::RoundLimit, message: round_limit_message(self.config.max_rounds) });
+                    return;
+                }
+                if kind == MessageKind::ToolResult {
+                    task.tool_rounds += 1;
+                }
                 task.round += 1;
                 task.phase = Phase::AwaitingReply { parser: ToolCallParser::new(), message_id: None, deadline_ms: now + timeout };
                 out.push(Command::SendMessage { task: task.id, kind, text });
@@ -552,7 +595,7 @@ impl Engine {
         let Some(last) = transcript.last() else { return };
         let id = self.next_task;
         self.next_task += 1;
-        self.task = Some(Task { id, catalog: Catalog::from_tools(&catalog), round: 0, repairs: 0, phase: self.awaiting(now) });
+        self.task = Some(Task { id, catalog: Catalog::from_tools(&catalog), round: 0, tool_rounds: 0, repairs: 0, phase: self.awaiting(now) });
         self.ignored_reply = Some(message_id.clone());
         let mut parser = ToolCallParser::new();
         parser.feed(&last.text, true);
@@ -588,6 +631,19 @@ fn share_rows(slots: &mut [Slot]) {
             slots[i].state = SlotState::Done(row);
         }
     }
+}
+
+/// What the model reads in each row of the round limit's final TOOL_RESULT.
+pub fn round_limit_detail(max_rounds: u32) -> String {
+    format!(
+        "Not run: this task reached its limit of {max_rounds} tool rounds, so the user's bridge stopped running tools. \
+         Answer the user now with what you have and say what is left to do; they can send a new request to go on."
+    )
+}
+
+/// What the page says when the round limit ended the loop.
+pub fn round_limit_message(max_rounds: u32) -> String {
+    format!("Stopped: this task reached its limit of {max_rounds} tool rounds (change it in the extension's options). Send a new request to go on.")
 }
 
 fn delivery_unknown_row(index: usize, tool: &str) -> ResultRow {

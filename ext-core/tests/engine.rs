@@ -398,3 +398,74 @@ fn a_read_repeated_back_to_back_runs_once_and_every_repeat_gets_its_answer() {
     assert_ne!(rows[6]["result"], rows[0]["result"], "the read after the writes ran on its own");
     assert_eq!(s.engine.journal().entries().len(), 5, "only calls that were sent are journaled");
 }
+
+/// One round: the model asks for a read, the result goes back.
+fn one_round(s: &mut Shell, n: u32) {
+    s.reply(&call_line("herdr_fs_read", json!({"path": format!("f{n}.txt")})));
+    s.answer_next(CallReply::Ok { result: json!({"content": [{"type": "text", "text": "{\"ok\":true}"}]}) });
+    let at = s.now + 650;
+    s.tick_at(at);
+    assert_eq!(s.last_sent().0, MessageKind::ToolResult, "round {n} sent its results");
+}
+
+#[test]
+fn the_round_limit_stops_a_looping_model_with_one_final_tool_result() {
+    let mut s = Shell::new(EngineConfig { max_rounds: 3, ..EngineConfig::default() });
+    s.submit("loop forever");
+    for n in 1..=3 {
+        one_round(&mut s, n);
+        assert!(s.engine.is_running(), "round {n} is within the limit");
+    }
+    assert!(s.running.is_empty());
+    // The fourth request for calls: nothing runs, one last TOOL_RESULT says why, the loop ends.
+    let sent_before = s.sent.len();
+    let cmds = s.reply(&format!("{}\n{}", call_line("herdr_fs_write", json!({"path": "x"})), call_line("herdr_inspect", json!({}))));
+    assert!(!cmds.iter().any(|c| matches!(c, Command::ExecuteCalls { .. } | Command::SaveJournal { .. })), "{cmds:?}");
+    assert!(s.running.is_empty(), "no call of a reply past the limit runs");
+    let at = s.now + 650;
+    s.tick_at(at);
+    assert_eq!(s.sent.len(), sent_before + 1, "exactly one more message");
+    let (kind, text) = s.last_sent().clone();
+    assert_eq!(kind, MessageKind::ToolResult);
+    let rows = rows_of(&text);
+    assert_eq!(rows.len(), 2);
+    for row in &rows {
+        assert_eq!(row["ok"], false, "{row}");
+        assert_eq!(row["error"], ext_core::engine::ERR_ROUND_LIMIT, "{row}");
+        assert!(row.to_string().contains("limit of 3 tool rounds"), "{row}");
+    }
+    assert!(!s.engine.is_running(), "the loop stopped");
+    let (_, reason, message) = s.stops.last().expect("a stop").clone();
+    assert_eq!(reason, StopReason::RoundLimit);
+    assert!(message.contains("limit of 3 tool rounds"), "{message}");
+    // Whatever the model says next is not acted on.
+    let cmds = s.reply(&call_line("herdr_inspect", json!({})));
+    assert!(cmds.is_empty(), "{cmds:?}");
+    assert_eq!(s.engine.journal().entries().len(), 3, "only the three rounds' calls were ever journaled");
+}
+
+#[test]
+fn the_default_limit_is_24_rounds_and_a_task_under_it_ends_normally() {
+    assert_eq!(EngineConfig::default().max_rounds, 24);
+    // A stored config from before the setting existed gets the default.
+    let old: EngineConfig = serde_json::from_value(json!({
+        "max_parallel": 4, "reply_idle_timeout_ms": 1, "result_send_delay_ms": 1, "max_repairs": 3, "call_timeout_ms": 1
+    }))
+    .unwrap();
+    assert_eq!(old.max_rounds, 24);
+    let mut s = Shell::new(EngineConfig { max_rounds: 2, ..EngineConfig::default() });
+    s.submit("two rounds then answer");
+    one_round(&mut s, 1);
+    one_round(&mut s, 2);
+    s.reply("All done.");
+    assert_eq!(s.stops.last().map(|(_, r, _)| *r), Some(StopReason::Finished));
+    // A limit of 0 is taken as 1: the first round still runs.
+    let mut s = Shell::new(EngineConfig { max_rounds: 0, ..EngineConfig::default() });
+    s.submit("one");
+    one_round(&mut s, 1);
+    s.reply(&call_line("herdr_inspect", json!({})));
+    assert!(s.running.is_empty());
+    let at = s.now + 650;
+    s.tick_at(at);
+    assert_eq!(s.stops.last().map(|(_, r, _)| *r), Some(StopReason::RoundLimit));
+}

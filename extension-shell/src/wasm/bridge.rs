@@ -123,6 +123,10 @@ fn config() -> (EngineConfig, u64) {
     if let Some(ms) = stored.get("replyIdleTimeoutMs").and_then(Value::as_u64) {
         config.reply_idle_timeout_ms = ms;
     }
+    // The round limit of the options page (1–1000).
+    if let Some(n) = stored.get("maxRounds").and_then(Value::as_u64) {
+        config.max_rounds = n.clamp(1, 1000) as u32;
+    }
     let stable = stored.get("replyStableMs").and_then(Value::as_u64).unwrap_or(REPLY_STABLE_MS);
     (config, stable)
 }
@@ -546,6 +550,7 @@ fn stop_label(reason: StopReason) -> &'static str {
         StopReason::RepeatedInvalidToolJson => "stopped: repeated invalid tool JSON",
         StopReason::ReplyTimeout => "stopped: reply timeout",
         StopReason::SubmitFailed => "stopped: message could not be sent",
+        StopReason::RoundLimit => "stopped: round limit reached",
     }
 }
 
