@@ -5,7 +5,8 @@
 //! host of each installed browser (manifest, binary, pinned origin, and a real round
 //! trip through the host to the runtime, framed as Chrome frames it); browsers whose
 //! sandbox cannot start native hosts (Snap, Flatpak); Herdr (socket, version,
-//! protocol); the edge link (enrolled, online, last heard).
+//! protocol); the edge link (enrolled, online, last heard); the edge's runtime
+//! contract against this workstation's (`update check`, only when enrolled).
 //!
 //! A layer is `ok`, `warn` (optional and absent, or not fit for the extension, while
 //! nothing else depends on it) or `fail`; the exit code is 1 when any layer fails.
@@ -34,7 +35,8 @@ native host of each installed Chrome, Chromium, Brave or Edge (manifest present,
 an existing binary, the extension's origin pinned, and a request sent through the host to the
 runtime exactly as the browser would send it); Snap or Flatpak browsers, which cannot start
 native hosts; Herdr (socket, version, protocol; optional); the edge link (enrolled, online,
-last heard; only for ChatGPT).
+last heard; only for ChatGPT); and, when enrolled, the edge's runtime contract against this
+workstation's (as `herdr-mcp update check`).
 
 Uses the same environment as `serve` and `herdr-nmhost`: HERDR_EXTENSION_IPC_SOCKET,
 XDG_CONFIG_HOME, HERDR_SOCKET_PATH, HERDR_EXTENSION_ORIGIN, HERDR_MCP_DEVICE_FILE,
@@ -169,6 +171,9 @@ pub async fn run(args: &DoctorArgs) -> Vec<Check> {
     checks.extend(check_browsers(args, &env, &socket, runtime_ok).await);
     checks.push(check_herdr(&env).await);
     checks.push(check_link(&env).await);
+    if let Some(check) = check_contract(&env, &socket).await {
+        checks.push(check);
+    }
     checks
 }
 
@@ -341,7 +346,7 @@ async fn served_roots(socket: &Path) -> Result<Vec<String>, String> {
 }
 
 /// One GET over the Unix socket; status and body.
-async fn http_get(socket: &Path, path: &str) -> Result<(u16, bytes::Bytes), String> {
+pub(crate) async fn http_get(socket: &Path, path: &str) -> Result<(u16, bytes::Bytes), String> {
     use http_body_util::{BodyExt, Empty, Limited};
     let stream = tokio::net::UnixStream::connect(socket).await.map_err(|e| e.to_string())?;
     let (mut sender, conn) =
@@ -792,4 +797,35 @@ async fn check_link(env: &Env) -> Check {
 
 fn device_origin(path: &Path) -> Value {
     crate::edge::devices_local::load(path).map(|d| json!(d.edge_origin)).unwrap_or(Value::Null)
+}
+
+// ---------------------------------------------------------------- edge contract
+
+/// Only for an enrolled computer: the runtime contract the edge forwards to against
+/// the one this workstation serves, as `herdr-mcp update check` compares them.
+async fn check_contract(env: &Env, socket: &Path) -> Option<Check> {
+    let origin = crate::update::enrolled_edge()?;
+    let layer = "edge contract";
+    let again = format!("{} update check", shell_quote(&env.herdr_mcp));
+    let (local, version, source) = crate::update::local_side(socket).await;
+    let info = match crate::update::edge_info(&origin).await {
+        Ok(v) => v,
+        Err(e) => {
+            return Some(
+                Check::new(layer, Status::Fail, format!("cannot ask the edge {origin} for its contract: {e}"))
+                    .fix(again)
+                    .details(json!({"edge": {"origin": origin}})),
+            );
+        }
+    };
+    let verdict = crate::update::compare(&origin, &info, &local, &version, source);
+    let check = match verdict.drift {
+        Some(false) => Check::new(layer, Status::Ok, verdict.summary),
+        _ => Check::new(layer, Status::Fail, format!("{}. {}", verdict.summary, verdict.meaning)),
+    };
+    let check = check.details(verdict.report);
+    Some(match verdict.action {
+        Some(action) => check.fix(action),
+        None => check,
+    })
 }

@@ -21,3 +21,4 @@ pub mod state;
 pub mod server;
 pub mod stdio;
 pub mod tools;
+pub mod update;

@@ -55,6 +55,9 @@ enum Command {
     /// Check every layer (runtime, native host, Herdr, edge link): ok, or the command that fixes it.
     #[command(long_about = herdr_mcp::doctor::DOCTOR_ABOUT)]
     Doctor(herdr_mcp::doctor::DoctorArgs),
+    /// Whether this workstation's runtime and its edge agree on the tool contract.
+    #[command(subcommand, long_about = herdr_mcp::update::UPDATE_ABOUT)]
+    Update(herdr_mcp::update::UpdateCommand),
     /// Print the tool calls this machine's runtime served (the activity log).
     #[command(long_about = herdr_mcp::activity::cli::LOG_ABOUT)]
     Log(herdr_mcp::activity::cli::LogArgs),
@@ -147,6 +150,10 @@ fn main() -> ExitCode {
         Command::Link(args) => exit_with(herdr_mcp::link::cli::run_link(args)),
         Command::Stdio(args) => exit_with(herdr_mcp::stdio::run(args)),
         Command::Doctor(args) => herdr_mcp::doctor::main(args),
+        Command::Update(cmd) => herdr_mcp::update::run(cmd).unwrap_or_else(|e| {
+            eprintln!("herdr-mcp: error: {e:#}");
+            ExitCode::FAILURE
+        }),
         Command::Log(args) => exit_with(herdr_mcp::activity::cli::run(args)),
     }
 }

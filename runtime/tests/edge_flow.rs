@@ -167,8 +167,9 @@ async fn dcr_pending_approve_on_a_terminal_token_mcp_rotate_revoke() {
     assert_eq!(list["result"]["_meta"]["herdr"]["tool_count"], 19);
     let info = http.get("/info").await.json();
     assert_eq!(info["publicContract"]["hash"], list["result"]["_meta"]["herdr"]["contract_hash"]);
-    let (_, (epoch, hash)) = herdr_mcp::edge::forward::local_runtime_contract();
-    assert_eq!(info["runtimeContract"], json!({"epoch": epoch, "hash": hash}));
+    assert_eq!(info["publicContract"]["toolCount"], 19);
+    let (catalog, (epoch, hash)) = herdr_mcp::edge::forward::local_runtime_contract();
+    assert_eq!(info["runtimeContract"], json!({"epoch": epoch, "hash": hash, "toolCount": catalog.len()}));
     let devices = http.mcp(&access, "tools/call", json!({"name": "herdr_devices", "arguments": {}})).await.json();
     let listed = &devices["result"]["structuredContent"];
     assert_eq!((listed["ok"].as_bool(), listed["devices"].clone()), (Some(true), json!([])), "{listed}");

@@ -99,7 +99,8 @@ async fn two_workstations_by_explicit_device_and_herdr_devices() {
     // /info names the contracts the catalogs really hash to.
     let info = edge.http.get("/info").await.json();
     let health = herdr_mcp::link::local::LocalRuntime::new(ra.socket.clone()).identity().await.unwrap();
-    assert_eq!(info["runtimeContract"], json!({"epoch": health.contract_epoch, "hash": health.contract_hash}));
+    let tool_count = herdr_mcp::edge::forward::local_runtime_contract().0.len();
+    assert_eq!(info["runtimeContract"], json!({"epoch": health.contract_epoch, "hash": health.contract_hash, "toolCount": tool_count}));
     let listed_raw = edge.http.mcp(&tokens.access, "tools/list", json!({})).await.json();
     assert_eq!(info["publicContract"]["hash"], listed_raw["result"]["_meta"]["herdr"]["contract_hash"]);
     assert_eq!(listed_raw["result"]["_meta"]["herdr"]["tool_count"], 19);

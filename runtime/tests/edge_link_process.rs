@@ -145,7 +145,8 @@ async fn separate_processes_edge_two_links_two_runtimes() {
 
     let info = http.get("/info").await.json();
     let runtime = herdr_mcp::link::local::LocalRuntime::new(a.socket.clone()).identity().await.unwrap();
-    assert_eq!(info["runtimeContract"], json!({"epoch": runtime.contract_epoch, "hash": runtime.contract_hash}));
+    let tool_count = herdr_mcp::edge::forward::local_runtime_contract().0.len();
+    assert_eq!(info["runtimeContract"], json!({"epoch": runtime.contract_epoch, "hash": runtime.contract_hash, "toolCount": tool_count}));
 
     // Revoking `right` from `left` (the device admin route) closes its link with
     // 4401 at once; the link stops for good and calls to it are refused.

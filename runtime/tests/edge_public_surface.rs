@@ -60,9 +60,15 @@ async fn health_reports_the_contract_identities_of_info() {
     assert_eq!((h["ok"].as_bool(), h["service"].as_str(), h["stage"].as_str()), (Some(true), Some("herdr-mcp-edge"), Some("link")));
     assert_eq!(h["edgeVersion"], env!("CARGO_PKG_VERSION"));
     assert_eq!(h["edgeEnv"], "production", "no --env given: {h}");
-    assert_eq!(json!({"epoch": h["contractEpoch"], "hash": h["contractHash"]}), info["publicContract"]);
-    assert_eq!(json!({"epoch": h["runtimeContractEpoch"], "hash": h["runtimeContractHash"]}), info["runtimeContract"]);
-    let (_, (epoch, hash)) = herdr_mcp::edge::forward::local_runtime_contract();
+    assert_eq!(json!({"epoch": h["contractEpoch"], "hash": h["contractHash"], "toolCount": h["contractToolCount"]}), info["publicContract"]);
+    assert_eq!(
+        json!({"epoch": h["runtimeContractEpoch"], "hash": h["runtimeContractHash"], "toolCount": h["runtimeContractToolCount"]}),
+        info["runtimeContract"]
+    );
+    let (catalog, (epoch, hash)) = herdr_mcp::edge::forward::local_runtime_contract();
+    // The public catalog is the runtime's tools plus herdr_devices.
+    assert_eq!(h["runtimeContractToolCount"].as_u64(), Some(catalog.len() as u64), "{h}");
+    assert_eq!(h["contractToolCount"].as_u64(), Some(catalog.len() as u64 + 1), "{h}");
     assert_eq!((h["runtimeContractEpoch"].as_u64(), h["runtimeContractHash"].as_str()), (Some(u64::from(epoch)), Some(hash.as_str())));
     assert!(h["contractHash"].as_str().unwrap_or_default().starts_with("sha256:"), "{h}");
     // The edge's own clock (a manual one here), not the test machine's.
@@ -286,7 +292,10 @@ async fn server_discover_is_answered_by_the_edge_as_json_with_what_initialize_sa
     assert_eq!(result["instructions"], init["instructions"]);
     assert_eq!(result["_meta"]["io.modelcontextprotocol/serverInfo"], init["serverInfo"]);
     assert_eq!(result["_meta"]["herdr"], init["_meta"]["herdr"]);
-    assert_eq!(json!({"epoch": result["_meta"]["herdr_contract_epoch"], "hash": result["_meta"]["herdr_contract_hash"]}), info["publicContract"]);
+    assert_eq!(
+        json!({"epoch": result["_meta"]["herdr_contract_epoch"], "hash": result["_meta"]["herdr_contract_hash"], "toolCount": result["_meta"]["herdr"]["tool_count"]}),
+        info["publicContract"]
+    );
 
     // OpenAI's connector is offered the same versions; 2026-07-28 has no initialize.
     let r = post("application/json, text/event-stream", "openai-mcp/1.0.0", discover.clone(), bearer.clone()).await.unwrap();

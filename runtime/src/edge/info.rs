@@ -17,13 +17,23 @@ const SERVICE: &str = "herdr-mcp-edge";
 /// upstream rollout (`oauth` → `link`).
 const STAGE: &str = "link";
 
-/// `{epoch, hash}` of the public catalog, and of the runtime catalog (`None`
-/// where no link can exist).
+/// `{epoch, hash, toolCount}` of the public catalog (what a ChatGPT app
+/// snapshots), and of the runtime catalog the edge forwards to and a link's hello
+/// must match (`None` where no link can exist). `herdr-mcp update check` compares
+/// the latter with a workstation's own runtime.
 fn contracts(s: &EdgeState) -> (Value, Option<Value>) {
     let public = public_catalog(s.router.as_ref());
-    let public = json!({"epoch": PUBLIC_CONTRACT_EPOCH, "hash": crate::contract::contract_hash(&public).unwrap_or_default()});
+    let public = json!({
+        "epoch": PUBLIC_CONTRACT_EPOCH,
+        "hash": crate::contract::contract_hash(&public).unwrap_or_default(),
+        "toolCount": public.len(),
+    });
     let runtime = s.router.runtime_catalog().map(|tools| {
-        json!({"epoch": crate::contract::CONTRACT_EPOCH, "hash": crate::contract::contract_hash(&tools).unwrap_or_default()})
+        json!({
+            "epoch": crate::contract::CONTRACT_EPOCH,
+            "hash": crate::contract::contract_hash(&tools).unwrap_or_default(),
+            "toolCount": tools.len(),
+        })
     });
     (public, runtime)
 }
@@ -65,8 +75,10 @@ pub async fn health(State(s): State<Arc<EdgeState>>) -> Response {
             "edgeEnv": s.config.env,
             "contractEpoch": public["epoch"],
             "contractHash": public["hash"],
+            "contractToolCount": public["toolCount"],
             "runtimeContractEpoch": runtime["epoch"],
             "runtimeContractHash": runtime["hash"],
+            "runtimeContractToolCount": runtime["toolCount"],
             "timestampMs": s.store.now_ms(),
         }),
     )
