@@ -46,6 +46,19 @@ fn default_max_rounds() -> u32 {
     DEFAULT_MAX_ROUNDS
 }
 
+/// Highest round limit the options page accepts.
+pub const MAX_ROUNDS_LIMIT: u32 = 1000;
+
+/// The round limit typed in the options page: a whole number from 1 to [`MAX_ROUNDS_LIMIT`].
+pub fn parse_max_rounds(text: &str) -> Result<u32, String> {
+    let t = text.trim();
+    match t.parse::<u32>() {
+        Ok(n) if (1..=MAX_ROUNDS_LIMIT).contains(&n) => Ok(n),
+        Ok(n) => Err(format!("maxRounds = {n} is out of range (1..={MAX_ROUNDS_LIMIT} rounds)")),
+        Err(_) => Err(format!("maxRounds = {t:?} is not a whole number of rounds")),
+    }
+}
+
 impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {

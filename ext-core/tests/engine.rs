@@ -469,3 +469,15 @@ fn the_default_limit_is_24_rounds_and_a_task_under_it_ends_normally() {
     s.tick_at(at);
     assert_eq!(s.stops.last().map(|(_, r, _)| *r), Some(StopReason::RoundLimit));
 }
+
+#[test]
+fn the_round_limit_setting_takes_whole_numbers_from_1_to_1000() {
+    use ext_core::engine::parse_max_rounds;
+    assert_eq!(parse_max_rounds("1"), Ok(1));
+    assert_eq!(parse_max_rounds(" 24 "), Ok(24));
+    assert_eq!(parse_max_rounds("1000"), Ok(1000));
+    for bad in ["0", "1001", "-1", "2.5", "", "many"] {
+        assert!(parse_max_rounds(bad).is_err(), "{bad:?}");
+    }
+    assert!(parse_max_rounds("0").unwrap_err().contains("out of range"));
+}

@@ -114,6 +114,38 @@ pub fn report_times(clear: bool) -> Value {
     })
 }
 
+/// `h2w_bridge_settings`: the round limit in force and its default (options page).
+pub fn settings_view() -> Value {
+    let stored = store::get(CONFIG_KEY).unwrap_or(Value::Null);
+    json!({ "ok": true, "maxRounds": config().0.max_rounds, "defaultMaxRounds": ext_core::engine::DEFAULT_MAX_ROUNDS,
+        "limit": ext_core::engine::MAX_ROUNDS_LIMIT, "stored": stored })
+}
+
+/// `h2w_set_bridge_settings {maxRounds}` (the form's text): validated in ext-core, stored in
+/// `herdrBridgeConfig` beside its other keys; the next task uses it.
+pub async fn save_settings(message: &Value) -> Value {
+    let raw = match message.get("maxRounds") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => String::new(),
+    };
+    let rounds = match ext_core::engine::parse_max_rounds(&raw) {
+        Ok(n) => n,
+        Err(detail) => return json!({ "ok": false, "error": "invalid-setting", "field": "maxRounds", "detail": detail }),
+    };
+    let mut stored = match store::get(CONFIG_KEY) {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    stored.insert("maxRounds".into(), Value::from(rounds));
+    let mut items = Map::new();
+    items.insert(CONFIG_KEY.into(), Value::Object(stored));
+    match store::set(items).await {
+        Ok(()) => json!({ "ok": true, "maxRounds": rounds }),
+        Err(e) => json!({ "ok": false, "error": "storage-failed", "detail": e }),
+    }
+}
+
 fn config() -> (EngineConfig, u64) {
     let stored = store::get(CONFIG_KEY).unwrap_or(Value::Null);
     let mut config = EngineConfig::default();

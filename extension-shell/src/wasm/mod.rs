@@ -196,6 +196,8 @@ async fn route(message: Value, sender: Value) -> Value {
         "h2w_handoff_state" if from_extension_page(&sender) => handoff::state(),
         "h2w_status" if from_extension_page(&sender) => status().await,
         "h2w_activity" if from_extension_page(&sender) => activity().await,
+        "h2w_bridge_settings" if from_extension_page(&sender) => bridge::settings_view(),
+        "h2w_set_bridge_settings" if from_extension_page(&sender) => bridge::save_settings(&message).await,
         "h2w_set_site" if from_extension_page(&sender) => set_site(&text("site"), message.get("enabled") == Some(&Value::Bool(true))).await,
         _ => refused("unsupported_message"),
     }

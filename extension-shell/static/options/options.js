@@ -103,8 +103,32 @@ async function loadActivity() {
   result.dataset.state = `entries:${answer.entries.length}`;
 }
 
+// Round limit of the tool loop: validated and stored by the service worker (ext-core rules).
+async function loadLoopSettings() {
+  const answer = await chrome.runtime.sendMessage({ type: 'h2w_bridge_settings' });
+  if (!answer?.ok) return;
+  $('max-rounds').value = String(answer.maxRounds);
+  $('loop-form').dataset.ready = '1';
+}
+
+$('loop-form').addEventListener('submit', async (event) => {
+  event.preventDefault();
+  $('max-rounds').removeAttribute('aria-invalid');
+  const answer = await chrome.runtime.sendMessage({ type: 'h2w_set_bridge_settings', maxRounds: $('max-rounds').value });
+  const result = $('loop-result');
+  if (answer?.ok) {
+    result.textContent = t('roundsSaved', answer.maxRounds);
+    result.dataset.state = 'saved';
+  } else {
+    $('max-rounds').setAttribute('aria-invalid', 'true');
+    result.textContent = t('notSaved', answer?.detail ?? answer?.error ?? t('noServiceWorker'));
+    result.dataset.state = 'error';
+  }
+});
+
 $('activity-refresh').addEventListener('click', loadActivity);
 $('refresh').addEventListener('click', render);
 render();
 loadContinuitySettings();
+loadLoopSettings();
 loadActivity();
