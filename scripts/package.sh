@@ -51,14 +51,17 @@ for bin in herdr-mcp herdr-nmhost; do
 done
 cp -R "$ext_dir" "$pkg/share/herdr-mcp/extension"
 zip_file="$pkg/share/herdr-mcp/herdr-mcp-extension-$version.zip"
-if command -v zip >/dev/null; then
-  (cd "$pkg/share/herdr-mcp/extension" && zip -qrX "$zip_file" .)
-elif command -v python3 >/dev/null; then
-  (cd "$pkg/share/herdr-mcp/extension" && python3 -m zipfile -c "$zip_file" $(ls -A))
-else
-  echo "package: neither zip nor python3 is installed, and the extension's zip needs one" >&2
-  exit 1
+# zip, else python3, else node (scripts/package/zipdir.cjs); HERDR_PACKAGE_ZIP names one.
+zipper="${HERDR_PACKAGE_ZIP:-}"
+if [ -z "$zipper" ]; then
+  for z in zip python3 node; do command -v "$z" >/dev/null && { zipper="$z"; break; }; done
 fi
+case "$zipper" in
+  zip) (cd "$pkg/share/herdr-mcp/extension" && zip -qrX "$zip_file" .) ;;
+  python3) (cd "$pkg/share/herdr-mcp/extension" && python3 -m zipfile -c "$zip_file" $(ls -A)) ;;
+  node) node "$root/scripts/package/zipdir.cjs" "$pkg/share/herdr-mcp/extension" "$zip_file" ;;
+  *) echo "package: the extension's zip needs zip, python3 or node, and none is installed${zipper:+ (HERDR_PACKAGE_ZIP=$zipper)}" >&2; exit 1 ;;
+esac
 cp "$root/scripts/package/install.sh" "$pkg/install.sh"
 chmod 755 "$pkg/install.sh"
 grep -o '[a-p]\{32\}' "$root/extension-shell/EXTENSION_ID.md" | head -1 > "$pkg/share/herdr-mcp/EXTENSION_ID"

@@ -66,6 +66,13 @@ if command -v unzip >/dev/null; then
   grep -qx "manifest.json" "$t/zip.out" && grep -qx "wasm/extension_shell_bg.wasm" "$t/zip.out" \
     || fail "the zip lacks manifest.json or the WASM at its top"
 fi
+# The zip package.sh makes without zip or python3: whole and the same files.
+if command -v unzip >/dev/null; then
+  node "$repo/scripts/package/zipdir.cjs" "$ext_dir" "$t/node.zip" || fail "zipdir.cjs exited with $?"
+  unzip -tq "$t/node.zip" >"$t/unzip.out" 2>&1 || fail "the node zip does not test whole: $(cat "$t/unzip.out")"
+  unzip -Z1 "$t/node.zip" | sort >"$t/node-zip.out"
+  sort "$t/zip.out" | grep -v '/$' | cmp -s - "$t/node-zip.out" || fail "the node zip lists other files than the package's"
+fi
 manifest="$t/xdg-config/chromium/NativeMessagingHosts/dev.herdr.mcp.json"
 grep -qF "\"path\": \"$prefix/bin/herdr-nmhost\"" "$manifest" 2>/dev/null || fail "the manifest does not name $prefix/bin/herdr-nmhost"
 grep -qF "choose $prefix/share/herdr-mcp/extension (id " "$t/install.out" || fail "install.sh does not say what to load"
