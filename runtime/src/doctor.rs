@@ -824,8 +824,14 @@ async fn check_contract(env: &Env, socket: &Path) -> Option<Check> {
         _ => Check::new(layer, Status::Fail, format!("{}. {}", verdict.summary, verdict.meaning)),
     };
     let check = check.details(verdict.report);
+    // This workstation's commands by this program's absolute path (the edge host's are its own).
+    let me = shell_quote(&env.herdr_mcp);
     Some(match verdict.action {
-        Some(action) => check.fix(action),
+        Some(action) => check.fix(
+            action
+                .replace("`herdr-mcp serve`", &format!("`{me} serve`"))
+                .replace("`herdr-mcp update check`", &format!("`{me} update check`")),
+        ),
         None => check,
     })
 }

@@ -202,7 +202,11 @@ fn drift_against_an_edge_of_another_contract_is_said_with_what_to_do() {
     let row = d["checks"].as_array().unwrap().iter().find(|c| c["layer"] == "edge contract").cloned();
     let row = row.unwrap_or_else(|| panic!("no edge contract row: {d}"));
     assert_eq!((row["status"].as_str(), row["details"]["drift"].as_bool()), (Some("fail"), Some(true)), "{row}");
-    assert!(row["fix"].as_str().unwrap().contains("refresh the ChatGPT app's actions"), "{row}");
+    let fix = row["fix"].as_str().unwrap();
+    assert!(fix.contains("refresh the ChatGPT app's actions"), "{row}");
+    // This workstation's commands by absolute path, as every doctor fix names them.
+    let me = bin().canonicalize().unwrap().display().to_string();
+    assert!(fix.contains(&format!("restart `{me} serve`")) && fix.contains(&format!("`{me} update check`")), "{fix}");
     assert_eq!(o.status.code(), Some(1), "{d}");
 
     // `update check` without --edge asks the enrolled one.
