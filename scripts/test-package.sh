@@ -17,6 +17,8 @@ for bin in herdr-mcp herdr-nmhost; do
 done
 [ -f "$ext_dir/manifest.json" ] || { echo "test-package: no extension in $ext_dir; build it first (scripts/build-extension.sh)" >&2; exit 1; }
 command -v node >/dev/null || { echo "test-package: needs node (Node.js 20 or newer)" >&2; exit 1; }
+bin_dir="$(cd "$bin_dir" && pwd)"
+ext_dir="$(cd "$ext_dir" && pwd)"
 
 t="$(mktemp -d /tmp/test-package.XXXXXX)"
 server=""
