@@ -17,11 +17,12 @@ fi
 step "toolchain: wasm32 target and wasm-bindgen-cli matching Cargo.lock"
 ./scripts/wasm-toolchain.sh
 
-step "toolchain: Chromium from Debian (for the e2e tests)"
-if [ ! -x /usr/bin/chromium ]; then
+step "toolchain: Chromium and its language packs from Debian (for the e2e tests)"
+# chromium-l10n: Chromium runs in a UI language only with its locale pak (the zh-CN pages test).
+if [ ! -x /usr/bin/chromium ] || ! dpkg -s chromium-l10n >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq chromium >/dev/null
+  apt-get install -y -qq chromium chromium-l10n >/dev/null
 fi
 
 step "e2e: node packages (npm ci from the committed lock file)"
