@@ -6,7 +6,9 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startStack, stopStack, extensionPage, EXTENSION_ID, EXTENSION_DIR } from '../lib/harness.mjs';
+import { startStack, stopStack, extensionPage, openChat, userSends, until, EXTENSION_ID, EXTENSION_DIR } from '../lib/harness.mjs';
+import { modelReply } from '../lib/fixture-sites.mjs';
+import { MARKER, nextUserMessage, isToolResult } from '../lib/bridge-steps.mjs';
 
 const zh = JSON.parse(readFileSync(join(EXTENSION_DIR, '_locales/zh_CN/messages.json'), 'utf8'));
 const en = JSON.parse(readFileSync(join(EXTENSION_DIR, '_locales/en/messages.json'), 'utf8'));
@@ -15,7 +17,7 @@ const ja = JSON.parse(readFileSync(join(EXTENSION_DIR, '_locales/ja/messages.jso
 describe('pages in the browser language', () => {
   let stack;
   before(async () => {
-    stack = await startStack('i18n-zh', { lang: 'zh-CN' });
+    stack = await startStack('i18n-zh', { lang: 'zh-CN', sites: ['zai'] });
   });
   after(async () => stopStack(stack));
 
@@ -55,5 +57,21 @@ describe('pages in the browser language', () => {
     assert.equal(await popup.textContent('#page-error'), zh.noBindablePage.message);
     assert.equal(await popup.title(), zh.popupTitle.message);
     await popup.screenshot({ path: `${stack.logs}/popup-zh.png` });
+  });
+
+  test('the in-page badge and notices speak Chinese too', async () => {
+    const page = await openChat(stack, 'https://chat.z.ai/');
+    const badge = () => page.locator('#h2w-indicator').textContent({ timeout: 1_000 }).catch(() => '');
+    const since = stack.store.log.length;
+    await userSends(page, '读取文件。');
+    await nextUserMessage(stack.store, 'zai', (t) => t.includes(MARKER), { sinceIndex: since, what: 'the bridged task' });
+    await until(async () => (await badge()) === 'Herdr: 等待回复', { what: 'the Chinese waiting badge' });
+    // Enter while the task runs: the busy notice, in Chinese.
+    await userSends(page, '再来一个');
+    await until(async () => /仍在处理上一个请求/.test(await badge()), { what: 'the Chinese busy notice' });
+    const mark = stack.store.log.length;
+    await modelReply(page, '{"tool":"herdr_fs_list","args":{}}');
+    await nextUserMessage(stack.store, 'zai', isToolResult, { sinceIndex: mark, what: 'the TOOL_RESULT' });
+    await page.screenshot({ path: `${stack.logs}/badge-zh.png` });
   });
 });

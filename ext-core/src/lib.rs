@@ -10,4 +10,5 @@ pub mod parser;
 pub mod protocol_text;
 pub mod sanitize;
 pub mod tool_result;
+pub mod ui_text;
 pub mod validate;

@@ -533,7 +533,8 @@ async fn apply_one(id: u64, generation: u64, command: Command) {
         Command::Status { status, .. } => {
             let text = describe(&status);
             set_status(id, &text);
-            notify(tab, frame, json!({ "type": "h2w_indicator", "text": format!("Herdr: {text}") }));
+            let shown = ext_core::ui_text::status(crate::notices::browser_lang(), &status);
+            notify(tab, frame, json!({ "type": "h2w_indicator", "text": format!("Herdr: {shown}") }));
         }
         Command::WakeAt { at_ms } => {
             let delay = at_ms.saturating_sub(io::now()) as f64;
@@ -545,7 +546,14 @@ async fn apply_one(id: u64, generation: u64, command: Command) {
         Command::Stop { reason, message, .. } => {
             let label = stop_label(reason);
             set_status(id, &if message.is_empty() { label.to_string() } else { format!("{label}: {message}") });
-            let text = (reason != StopReason::Finished).then(|| format!("Herdr stopped: {}", if message.is_empty() { label } else { &message }));
+            let (cfg, _) = config();
+            let numbers = ext_core::ui_text::StopNumbers {
+                repairs: cfg.max_repairs + 1,
+                reply_timeout_sec: cfg.reply_idle_timeout_ms / 1000,
+                max_rounds: cfg.max_rounds,
+            };
+            let lang = crate::notices::browser_lang();
+            let text = (reason != StopReason::Finished).then(|| ext_core::ui_text::stopped(lang, reason, &message, numbers));
             notify(tab, frame, json!({ "type": "h2w_indicator", "text": text, "final": true }));
         }
     }
@@ -566,24 +574,14 @@ fn set_status(id: u64, text: &str) {
     });
 }
 
+/// The conversation's state as the options page and tests read it (English; the page's
+/// badge shows the browser's language, both from ext-core `ui_text`).
 fn describe(status: &Status) -> String {
-    match status {
-        Status::WaitingForReply { .. } => "waiting for reply".into(),
-        Status::RunningCalls { running, queued, .. } => format!("running {} tool{}", running + queued, if running + queued == 1 { "" } else { "s" }),
-        Status::SendingResults { .. } => "sending results".into(),
-        Status::Repairing { attempt } => format!("asking for valid tool JSON (attempt {attempt})"),
-        Status::Unbridged => "sent without tools: the Herdr runtime did not answer with its tools (catalog unavailable)".into(),
-    }
+    ext_core::ui_text::status(ext_core::continuity::Lang::En, status)
 }
 
 fn stop_label(reason: StopReason) -> &'static str {
-    match reason {
-        StopReason::Finished => "idle",
-        StopReason::RepeatedInvalidToolJson => "stopped: repeated invalid tool JSON",
-        StopReason::ReplyTimeout => "stopped: reply timeout",
-        StopReason::SubmitFailed => "stopped: message could not be sent",
-        StopReason::RoundLimit => "stopped: round limit reached",
-    }
+    ext_core::ui_text::stop_label(ext_core::continuity::Lang::En, reason)
 }
 
 async fn run_call(id: u64, generation: u64, conv_key: String, call: ExecCall) {
