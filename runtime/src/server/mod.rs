@@ -129,6 +129,10 @@ pub async fn serve(listen: ListenConfig, state: Arc<ServerState>, shutdown: Canc
         tasks.abort_all();
     }
     drop(socket_guard);
+    // The activity log's last calls reach state.db before the process ends.
+    if let Some(log) = state.activity.clone() {
+        let _ = tokio::task::spawn_blocking(move || log.flush_and_stop()).await;
+    }
     tracing::info!("herdr-mcp stopped");
     Ok(())
 }
