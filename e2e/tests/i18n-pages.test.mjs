@@ -72,6 +72,11 @@ describe('pages in the browser language', () => {
     const mark = stack.store.log.length;
     await modelReply(page, '{"tool":"herdr_fs_list","args":{}}');
     await nextUserMessage(stack.store, 'zai', isToolResult, { sinceIndex: mark, what: 'the TOOL_RESULT' });
+    // The folded protocol messages are captioned in Chinese.
+    await until(async () => {
+      const labels = await page.$$eval('.h2w-json-fold', (bars) => bars.map((b) => b.textContent.slice(2)));
+      return labels.includes('Herdr JSON 工具') && labels.includes('Herdr 工具调用') && labels.includes('Herdr 工具结果');
+    }, { what: 'Chinese fold captions' });
     await page.screenshot({ path: `${stack.logs}/badge-zh.png` });
   });
 });

@@ -6,6 +6,20 @@
 
 use crate::continuity::Lang;
 use crate::engine::{Status, StopReason};
+use crate::fold::FoldLabel;
+
+/// The caption of a folded protocol message in the page.
+pub fn fold_label(lang: Lang, label: FoldLabel) -> &'static str {
+    match (lang, label) {
+        (Lang::En, label) => label.text(),
+        (Lang::Zh, FoldLabel::Tools) => "Herdr JSON 工具",
+        (Lang::Zh, FoldLabel::ToolResult) => "Herdr 工具结果",
+        (Lang::Zh, FoldLabel::ToolCall) => "Herdr 工具调用",
+        (Lang::Ja, FoldLabel::Tools) => "Herdr JSON ツール",
+        (Lang::Ja, FoldLabel::ToolResult) => "Herdr ツール結果",
+        (Lang::Ja, FoldLabel::ToolCall) => "Herdr ツール呼び出し",
+    }
+}
 
 /// The badge while a task runs (`Herdr: …` is added by the caller).
 pub fn status(lang: Lang, status: &Status) -> String {
@@ -242,6 +256,11 @@ mod tests {
                 let text = without_tools(lang, why);
                 assert!(text.starts_with("Herdr") && !text.contains("without tools"), "{text}");
             }
+        }
+        for label in [FoldLabel::Tools, FoldLabel::ToolResult, FoldLabel::ToolCall] {
+            assert_eq!(fold_label(Lang::En, label), label.text());
+            assert!(fold_label(Lang::Zh, label).starts_with("Herdr") && fold_label(Lang::Zh, label) != label.text());
+            assert!(fold_label(Lang::Ja, label).starts_with("Herdr") && fold_label(Lang::Ja, label) != label.text());
         }
         assert!(stopped(Lang::Zh, StopReason::RoundLimit, "", n).contains("上限"));
         assert!(stopped(Lang::Ja, StopReason::RoundLimit, "", n).contains("上限"));

@@ -427,10 +427,11 @@ fn read_report(id: u64, snapshot: &PageSnapshot, stream_epoch: Option<u64>) -> V
         });
     }
     // A reply still streaming (or settling) is not parsed for folding at every poll.
-    let fold: Vec<Value> = view
-        .pending_folds_when(latest_done)
+    let folds = view.pending_folds_when(latest_done);
+    let lang = if folds.is_empty() { ext_core::continuity::Lang::En } else { crate::notices::browser_lang() };
+    let fold: Vec<Value> = folds
         .into_iter()
-        .map(|(index, _, label)| json!({ "index": index, "key": label, "label": label.text() }))
+        .map(|(index, _, label)| json!({ "index": index, "key": label, "label": ext_core::ui_text::fold_label(lang, label) }))
         .collect();
     json!({ "ok": true, "fold": fold, "watch": watch })
 }
