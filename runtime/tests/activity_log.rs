@@ -185,6 +185,9 @@ async fn calls_forwarded_by_the_link_are_logged_as_edge() {
     let rt = common::Runtime::start(&[repo.path()], &[]).await;
     let local = herdr_mcp::link::local::LocalRuntime::new(rt.socket.clone());
     local.call_tool("herdr_fs_read", json!({"path": "a.txt"}), Duration::from_secs(10)).await.unwrap();
-    let rows = wait_rows(&state_db(&rt), 1);
+    // As the link serves an edge request: the edge's request id goes with the call.
+    local.call_tool_text_for_edge("herdr_inspect", json!({}), Duration::from_secs(10), "9f2c").await.unwrap();
+    let rows = wait_rows(&state_db(&rt), 2);
     assert_eq!((rows[0]["caller"].as_str(), rows[0]["tool"].as_str()), (Some("edge"), Some("herdr_fs_read")), "{rows:?}");
+    assert_eq!((rows[1]["caller"].as_str(), rows[1]["caller_detail"].as_str()), (Some("edge"), Some("request 9f2c")), "{rows:?}");
 }

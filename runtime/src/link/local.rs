@@ -144,8 +144,13 @@ impl LocalRuntime {
         Ok(Conn { sender, task })
     }
 
-    fn build(&self, method: Method, path: &str, body: Bytes) -> Result<Request<Full<Bytes>>, LocalError> {
-        Request::builder()
+    fn build(&self, method: Method, path: &str, body: Bytes, edge_request: Option<&str>) -> Result<Request<Full<Bytes>>, LocalError> {
+        let mut builder = Request::builder();
+        if let Some(id) = edge_request {
+            // The edge's id of the request, for the runtime's activity log.
+            builder = builder.header(crate::activity::caller::EDGE_REQUEST_HEADER, id);
+        }
+        builder
             .method(method)
             .uri(path)
             .header(header::HOST, "localhost")
@@ -158,22 +163,32 @@ impl LocalRuntime {
     }
 
     async fn request(&self, method: Method, path: &str, body: Option<Vec<u8>>) -> Result<(u16, Bytes), LocalError> {
+        self.request_as(method, path, body, None).await
+    }
+
+    async fn request_as(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+        edge_request: Option<&str>,
+    ) -> Result<(u16, Bytes), LocalError> {
         let body = Bytes::from(body.unwrap_or_default());
         let dropped = |e: hyper::Error| LocalError::after_send("runtime_unavailable", format!("the local runtime dropped the request: {e}"));
         let (conn, resp) = match self.pool.take() {
-            Some(mut conn) => match conn.sender.try_send_request(self.build(method.clone(), path, body.clone())?).await {
+            Some(mut conn) => match conn.sender.try_send_request(self.build(method.clone(), path, body.clone(), edge_request)?).await {
                 Ok(resp) => (conn, resp),
                 // Given back unsent: the idle connection was closing. A new one.
                 Err(e) if e.message().is_some() => {
                     let mut conn = self.connect().await?;
-                    let resp = conn.sender.send_request(self.build(method, path, body)?).await.map_err(dropped)?;
+                    let resp = conn.sender.send_request(self.build(method, path, body, edge_request)?).await.map_err(dropped)?;
                     (conn, resp)
                 }
                 Err(e) => return Err(dropped(e.into_error())),
             },
             None => {
                 let mut conn = self.connect().await?;
-                let resp = conn.sender.send_request(self.build(method, path, body)?).await.map_err(dropped)?;
+                let resp = conn.sender.send_request(self.build(method, path, body, edge_request)?).await.map_err(dropped)?;
                 (conn, resp)
             }
         };
@@ -218,8 +233,30 @@ impl LocalRuntime {
     /// without building and re-encoding a tree of it), else the parsed result
     /// written out again.
     pub async fn call_tool_text(&self, name: &str, arguments: Value, timeout: Duration) -> Result<String, LocalError> {
+        self.call_tool_text_as(name, arguments, timeout, None).await
+    }
+
+    /// [`Self::call_tool_text`] for the edge's request `request_id`, which the runtime's
+    /// activity log records with the call.
+    pub async fn call_tool_text_for_edge(
+        &self,
+        name: &str,
+        arguments: Value,
+        timeout: Duration,
+        request_id: &str,
+    ) -> Result<String, LocalError> {
+        self.call_tool_text_as(name, arguments, timeout, Some(request_id)).await
+    }
+
+    async fn call_tool_text_as(
+        &self,
+        name: &str,
+        arguments: Value,
+        timeout: Duration,
+        edge_request: Option<&str>,
+    ) -> Result<String, LocalError> {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}});
-        let sent = self.request(Method::POST, "/mcp", Some(body.to_string().into_bytes()));
+        let sent = self.request_as(Method::POST, "/mcp", Some(body.to_string().into_bytes()), edge_request);
         let (status, body) = tokio::time::timeout(timeout, sent).await.map_err(|_| {
             LocalError::after_send("request_timeout", format!("the local runtime gave no answer within {} ms", timeout.as_millis()))
         })??;

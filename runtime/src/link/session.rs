@@ -324,7 +324,7 @@ async fn serve_request(local: &LocalRuntime, req: ToolRequest, generation: Optio
         })
         .encode()
     };
-    match local.call_tool_text(&req.operation, req.arguments.unwrap_or(Value::Object(Default::default())), timeout).await {
+    match local.call_tool_text_for_edge(&req.operation, req.arguments.unwrap_or(Value::Object(Default::default())), timeout, &id).await {
         Ok(result) => {
             let mut text = Frame::ToolResult(ToolResult {
                 workstation_id: ws.clone(),
