@@ -146,6 +146,9 @@ impl ReplyText {
 }
 
 fn utf16_len(s: &str) -> u64 {
+    if s.is_ascii() {
+        return s.len() as u64;
+    }
     s.chars().map(|c| c.len_utf16() as u64).sum()
 }
 

@@ -89,10 +89,20 @@ fn refused(error: &str) -> Value {
 
 /// The snapshot of a message: `snapshot_json` (a report: one string crosses into WASM and is
 /// parsed here, instead of a walk over the object's every property) or `snapshot`.
-fn snapshot_of(message: &Value) -> Result<ext_adapters::PageSnapshot, Value> {
+/// A report's `last_text` is the text (or the delta's appended text) of the page's last root,
+/// sent beside the JSON as a plain string.
+fn snapshot_of(message: &Value, last_text: Option<String>) -> Result<ext_adapters::PageSnapshot, Value> {
     let invalid = |e: serde_json::Error| json!({ "ok": false, "error": "snapshot-invalid", "detail": e.to_string() });
     if let Some(raw) = message.get("snapshot_json").and_then(Value::as_str) {
-        return serde_json::from_str(raw).map_err(invalid);
+        let mut snapshot: ext_adapters::PageSnapshot = serde_json::from_str(raw).map_err(invalid)?;
+        let total = snapshot.total_roots;
+        if let (Some(text), Some(root)) = (last_text, snapshot.roots.last_mut().filter(|r| r.index.saturating_add(1) == total)) {
+            match root.delta.as_mut() {
+                Some(delta) => delta.append = text,
+                None => root.text = text,
+            }
+        }
+        return Ok(snapshot);
     }
     let raw = message.get("snapshot").cloned().unwrap_or(Value::Null);
     serde_json::from_value(raw).map_err(invalid)
@@ -105,7 +115,7 @@ fn report_fields(message: &JsValue) -> Option<Value> {
         return None;
     }
     let snapshot = get("snapshot_json")?;
-    Some(json!({ "type": "h2w_report", "site": get("site"), "convKey": get("convKey"), "pageId": get("pageId"), "snapshot_json": snapshot }))
+    Some(json!({ "type": "h2w_report", "site": get("site"), "convKey": get("convKey"), "pageId": get("pageId"), "snapshot_json": snapshot, "last_text": get("last_text") }))
 }
 
 /// The few fields of a `chrome.runtime.MessageSender` that are read, taken one by one (a
@@ -136,8 +146,16 @@ pub async fn handle_message(message: JsValue, sender: JsValue) -> JsValue {
     answer
 }
 
-async fn route(message: Value, sender: Value) -> Value {
+async fn route(mut message: Value, sender: Value) -> Value {
     let kind = message.get("type").and_then(Value::as_str).unwrap_or("").to_string();
+    // Taken out, not copied: it may be a whole 1 MB reply.
+    let last_text = match (kind.as_str(), message.as_object_mut()) {
+        ("h2w_report", Some(m)) => m.remove("last_text").and_then(|v| match v {
+            Value::String(s) => Some(s),
+            _ => None,
+        }),
+        _ => None,
+    };
     let text = |k: &str| message.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     match kind.as_str() {
         "h2w_hello" | "h2w_report" | "h2w_submit" | "h2w_catalog" | "h2w_call" => {
@@ -156,11 +174,11 @@ async fn route(message: Value, sender: Value) -> Value {
                         "whole_snapshots": dev_seams::whole_snapshots().await }),
                     Err(e) => json!({ "ok": false, "error": "unsupported-site", "detail": format!("{e:?}") }),
                 },
-                "h2w_report" => match snapshot_of(&message) {
+                "h2w_report" => match snapshot_of(&message, last_text) {
                     Ok(snapshot) => bridge::report(verified, text("pageId"), snapshot).await,
                     Err(refusal) => refusal,
                 },
-                "h2w_submit" => crate::notices::with_submit_notice(match snapshot_of(&message) {
+                "h2w_submit" => crate::notices::with_submit_notice(match snapshot_of(&message, None) {
                     Ok(snapshot) => bridge::submit(verified, text("pageId"), text("text"), snapshot).await,
                     Err(refusal) => refusal,
                 }),

@@ -123,6 +123,14 @@
           rev = ++nextRev;
         }
         stream.next = { key, rev, text: full };
+        // The new text travels beside the JSON, as one plain string (no escaping either way).
+        if (delta) {
+          stream.lastText = delta.append;
+          delta.append = '';
+        } else {
+          stream.lastText = text;
+          text = '';
+        }
       }
       return {
         index,
@@ -168,7 +176,7 @@
       const stream = { next: null, history: new Map() };
       // As JSON text: one string for the worker to take in, not an object to walk.
       const shot = snapshot(stream);
-      const answer = await ask(wholeSnapshots ? { type: 'h2w_report', snapshot: shot } : { type: 'h2w_report', snapshot_json: JSON.stringify(shot) });
+      const answer = await ask(wholeSnapshots ? { type: 'h2w_report', snapshot: shot } : { type: 'h2w_report', snapshot_json: JSON.stringify(shot), last_text: stream.lastText });
       // The worker holds this text now; after a refusal or a resync it holds none we know.
       const taken = answer?.ok && !answer.resync;
       held = taken ? stream.next : null;
