@@ -465,8 +465,11 @@ async fn bench() {
         let sem = Arc::new(tokio::sync::Semaphore::new(64));
         for (i, d) in new.into_iter().enumerate() {
             let phase = Duration::from_millis((i as u64 * 7919) % HEARTBEAT.as_millis() as u64);
-            let permit = Arc::clone(&sem).acquire_owned().await.unwrap();
-            tokio::spawn(hold_link(base.clone(), d, phase, Arc::clone(&up), Arc::clone(&status_answers), permit));
+            let (base, up, answers, sem) = (base.clone(), Arc::clone(&up), Arc::clone(&status_answers), Arc::clone(&sem));
+            tokio::spawn(async move {
+                let permit = sem.acquire_owned().await.unwrap();
+                hold_link(base, d, phase, up, answers, permit).await;
+            });
         }
         let deadline = Instant::now() + Duration::from_secs(120);
         while up.load(Ordering::SeqCst) < target && Instant::now() < deadline {
@@ -500,6 +503,8 @@ async fn bench() {
         let (h2, t2, a2) = (http.client.clone(), token.clone(), read_args.clone());
         let base2 = base.clone();
         let ws_before = cpu(&workstation);
+        let rt_only_before = cpu(&workstation[..1]);
+        let edge_before = usage(edge_pid).0;
         let (rate, rp50, errors) = throughput(seconds, move |_| {
             let (h2, t2, a2, base2) = (h2.clone(), t2.clone(), a2.clone(), base2.clone());
             async move {
@@ -509,13 +514,17 @@ async fn bench() {
             }
         })
         .await;
-        let ws_per_call_us = (cpu(&workstation) - ws_before) / (rate * seconds).max(1.0) * 1e6;
+        let calls = (rate * seconds).max(1.0);
+        let ws_per_call_us = (cpu(&workstation) - ws_before) / calls * 1e6;
+        let rt_per_call_us = (cpu(&workstation[..1]) - rt_only_before) / calls * 1e6;
+        let edge_per_call_us = (usage(edge_pid).0 - edge_before) / calls * 1e6;
         if n == 1 || one_link_rate.is_none() {
             one_link_rate = Some(rate);
         }
         println!(
-            "{n:>5} | {enroll_s:>8.1} | {connect_s:>9.1} | {idle_pct:>12.2}% | {:>12.1} | {per_link:>12} | {p50:>6.2}/{p99:.2} ({rows}) | {ip50:>6.2}/{ip99:.2} ({irows}) | {rate:>7.0} calls/s, p50 {rp50:.2} ms, {errors} errors, workstation CPU {ws_per_call_us:.0} µs/call ({:.2}× the 1-link rate)",
+            "{n:>5} | {enroll_s:>8.1} | {connect_s:>9.1} | {idle_pct:>12.2}% | {:>12.1} | {per_link:>12} | {p50:>6.2}/{p99:.2} ({rows}) | {ip50:>6.2}/{ip99:.2} ({irows}) | {rate:>7.0} calls/s, p50 {rp50:.2} ms, {errors} errors, workstation CPU {ws_per_call_us:.0} µs/call (runtime {rt_per_call_us:.0}, link {:.0}), edge CPU {edge_per_call_us:.0} µs/call ({:.2}× the 1-link rate)",
             rss as f64 / 1024.0,
+            ws_per_call_us - rt_per_call_us,
             rate / one_link_rate.unwrap_or(rate),
         );
         if n == levels[0] {

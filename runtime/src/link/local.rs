@@ -25,7 +25,7 @@ use crate::edge::relay::{DeliveryState, RuntimeIdentity};
 pub const MAX_ANSWER_BYTES: usize = 2 * 1024 * 1024;
 const HEALTH_TIMEOUT: Duration = Duration::from_secs(5);
 /// Idle connections kept for the next calls at most; more are closed when done.
-pub const POOL_IDLE_MAX: usize = 8;
+pub const POOL_IDLE_MAX: usize = 32;
 /// An idle connection is reused only this soon after its last answer, well inside
 /// the runtime's 10 s header-read timeout that closes idle connections.
 pub const REUSE_IDLE_FOR: Duration = Duration::from_secs(4);
