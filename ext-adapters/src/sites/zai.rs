@@ -131,6 +131,16 @@ mod tests {
         assert_eq!(busy(&format!("Thinking... {long}")), Some(BusyReason::StatusText("thinking...")));
     }
 
+    /// Only the ends of a long reply are read (it is read at every poll while it streams):
+    /// a phrase there is found in any case, one in the middle of 1 MB is not looked for.
+    #[test]
+    fn a_long_reply_is_read_at_its_ends_only() {
+        let long = "é".repeat(500_000);
+        assert_eq!(busy(&format!("{long} GENERATING")), Some(BusyReason::StatusText("generating")));
+        assert_eq!(busy(&format!("生成中 {long}")), Some(BusyReason::StatusText("生成中")));
+        assert_eq!(busy(&format!("{long} thinking... {long}")), None);
+    }
+
     #[test]
     fn phrases_inside_a_long_reply_do_not_block_it() {
         let call = r#"{"tool":"herdr_fs_write","args":{"path":"ui.txt","content":"Loading... please wait while generating"}}"#;
