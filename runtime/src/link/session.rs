@@ -354,3 +354,17 @@ async fn serve_request(local: &LocalRuntime, req: ToolRequest, generation: Optio
         Err(e) => error(e.code, e.message, e.retryable, e.delivery_state),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_edge_is_retried_with_a_growing_backoff() {
+        let full = closed(Some((close::TRY_AGAIN_LATER, "edge_capacity_exceeded: this edge holds its maximum of 2 links".into())));
+        assert!(matches!(full, End::Retry { linked: false, ref reason } if reason.contains("capacity")), "{full:?}");
+        // Any other close after a hello counts as linked (the backoff starts over).
+        assert!(matches!(closed(Some((close::GOING_AWAY, "bye".into()))), End::Retry { linked: true, .. }));
+        assert!(matches!(closed(Some((close::DEVICE_REVOKED, "device revoked".into()))), End::Fatal(_)));
+    }
+}
