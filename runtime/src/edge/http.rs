@@ -19,8 +19,11 @@ use tokio_util::sync::CancellationToken;
 use super::EdgeState;
 use crate::server::connections;
 
-/// Open connections at most, WebSocket links included (each one a descriptor).
-const MAX_CONNECTIONS: usize = 4096;
+/// Connections for plain HTTP clients (OAuth, `/mcp`, `/health`) on top of the link cap:
+/// the listener's cap is the hub's `max_links` plus these, so a full fleet of links still
+/// leaves room for ChatGPT and the operator, and a link past `max_links` reaches the hub
+/// and gets its 1013 close instead of being cut at accept. Without a hub (no links), these alone.
+const HTTP_CONNECTIONS: usize = 1024;
 
 pub fn router(state: Arc<EdgeState>) -> Router {
     router_with_links(state, None)
@@ -59,6 +62,12 @@ pub async fn serve_plain(
     serve(state, listen, links, None, shutdown, on_bound).await
 }
 
+/// The listener's connection cap before the open-file limit is applied: every link the hub
+/// may hold, plus [`HTTP_CONNECTIONS`].
+fn max_connections(max_links: Option<usize>) -> usize {
+    max_links.unwrap_or(0).saturating_add(HTTP_CONNECTIONS)
+}
+
 /// As [`serve_plain`], with built-in TLS when `tls` is given (see [`super::tls`]).
 pub async fn serve(
     state: Arc<EdgeState>,
@@ -85,10 +94,11 @@ pub async fn serve(
             hub.close_all();
         }
     });
+    let limits_for = max_connections(links.as_ref().map(|hub| hub.max_links()));
     let app = router_with_links(state, links);
     let limits = connections::Limits {
         name: "edge",
-        max_connections: connections::cap_for(open_files, 1, MAX_CONNECTIONS),
+        max_connections: connections::cap_for(open_files, 1, limits_for),
         header_read_timeout: connections::HEADER_READ_TIMEOUT,
     };
     // With the peer address (`ConnectInfo<PeerAddr>`), which the per-source limits
@@ -189,4 +199,19 @@ pub fn flat_params(headers: &HeaderMap, body: &[u8]) -> Result<HashMap<String, S
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod connection_cap_tests {
+    use super::*;
+
+    /// The default fleet of 10,000 links must fit under the listener's cap with room for
+    /// HTTP clients; before, a fixed 4,096 cut every link past it at accept.
+    #[test]
+    fn the_connection_cap_holds_every_link_plus_http_clients() {
+        assert_eq!(max_connections(Some(super::super::link_hub::DEFAULT_MAX_LINKS)), 10_000 + HTTP_CONNECTIONS);
+        assert_eq!(max_connections(Some(2)), 2 + HTTP_CONNECTIONS);
+        assert_eq!(max_connections(None), HTTP_CONNECTIONS);
+        assert_eq!(max_connections(Some(usize::MAX)), usize::MAX);
+    }
 }
