@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Runtime, call_tool_raw, git_repo, payload_of};
+use common::{Runtime, git_repo};
 use herdr_mcp::contract::{CONTRACT_EPOCH, contract_hash};
 use herdr_mcp::tools::ToolRegistry;
 use serde_json::{Value, json};
