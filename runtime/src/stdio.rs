@@ -167,25 +167,7 @@ pub fn complete_tools_line(catalog: &[Value], line: &str) -> Option<String> {
     if !line.contains("\"tools\"") {
         return None;
     }
-    let mut message: Value = serde_json::from_str(line).ok()?;
-    let tools = message.get_mut("result")?.get_mut("tools")?.as_array_mut()?;
-    for tool in tools.iter_mut() {
-        let Some(obj) = tool.as_object_mut() else { continue };
-        let Some(entry) = obj
-            .get("name")
-            .and_then(Value::as_str)
-            .and_then(|n| catalog.iter().find(|t| t["name"] == n))
-            .and_then(Value::as_object)
-        else {
-            continue;
-        };
-        for (key, value) in entry {
-            if !obj.contains_key(key) {
-                obj.insert(key.clone(), value.clone());
-            }
-        }
-    }
-    serde_json::to_string(&message).ok()
+    crate::server::endpoint::complete_tools(catalog, line)
 }
 
 #[cfg(test)]

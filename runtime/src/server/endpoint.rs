@@ -373,7 +373,7 @@ impl Glance {
 
 /// A `tools/list` answer with each tool's catalog members that rmcp's `Tool`
 /// dropped merged back, so the listed tools hash to the advertised contract hash.
-fn complete_tools(catalog: &[Value], data: &str) -> Option<String> {
+pub(crate) fn complete_tools(catalog: &[Value], data: &str) -> Option<String> {
     let mut message: Value = serde_json::from_str(data).ok()?;
     let tools = message.get_mut("result")?.get_mut("tools")?.as_array_mut()?;
     for tool in tools.iter_mut() {
